@@ -1,0 +1,188 @@
+// Package archive reads and writes ar archives (static libraries) in the
+// System V / GNU format that binutils and the GNU and LLVM linkers use,
+// including the "//" long-name table and the "/" symbol index linkers need
+// to pull members in.
+package archive
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Magic starts every ar archive.
+const Magic = "!<arch>\n"
+
+// Member is one member of an archive.
+type Member struct {
+	Name string
+	Data []byte
+}
+
+// IsArchive reports whether data is an ar archive.
+func IsArchive(data []byte) bool { return bytes.HasPrefix(data, []byte(Magic)) }
+
+// Read parses an archive, skipping its symbol index. Members keep their
+// order; names may repeat.
+func Read(data []byte) ([]Member, error) {
+	if !IsArchive(data) {
+		return nil, fmt.Errorf("not an ar archive")
+	}
+	var out []Member
+	var names []byte
+	p := len(Magic)
+	for p < len(data) {
+		if len(data)-p < 60 {
+			return nil, fmt.Errorf("member header at %d: truncated", p)
+		}
+		h := data[p : p+60]
+		if h[58] != '`' || h[59] != '\n' {
+			return nil, fmt.Errorf("member header at %d: bad terminator", p)
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(string(h[48:58])))
+		if err != nil || size < 0 || size > len(data)-p-60 {
+			return nil, fmt.Errorf("member header at %d: bad size %q", p, strings.TrimSpace(string(h[48:58])))
+		}
+		body := data[p+60 : p+60+size]
+		name := strings.TrimRight(string(h[:16]), " ")
+		switch {
+		case name == "/" || name == "/SYM64/":
+		case name == "//":
+			names = body
+		case strings.HasPrefix(name, "/"):
+			off, err := strconv.Atoi(name[1:])
+			if err != nil || off < 0 || off >= len(names) {
+				return nil, fmt.Errorf("member header at %d: bad long name %q", p, name)
+			}
+			end := bytes.Index(names[off:], []byte("/\n"))
+			if end < 0 {
+				return nil, fmt.Errorf("member header at %d: unterminated long name", p)
+			}
+			out = append(out, Member{string(names[off : off+end]), body})
+		default:
+			out = append(out, Member{strings.TrimSuffix(name, "/"), body})
+		}
+		p += 60 + size
+		p += p & 1
+	}
+	return out, nil
+}
+
+// Write produces an archive of the members with a symbol index of the
+// global symbols their ELF objects define, as `ar rcs` would.
+func Write(members []Member) ([]byte, error) {
+	var longNames bytes.Buffer
+	hdrNames := make([]string, len(members))
+	for i, m := range members {
+		if len(m.Name)+1 <= 16 && !strings.Contains(m.Name, "/") {
+			hdrNames[i] = m.Name + "/"
+			continue
+		}
+		hdrNames[i] = "/" + strconv.Itoa(longNames.Len())
+		longNames.WriteString(m.Name + "/\n")
+	}
+	type entry struct {
+		name   string
+		member int
+	}
+	var syms []entry
+	for i, m := range members {
+		for _, s := range definedSymbols(m.Data) {
+			syms = append(syms, entry{s, i})
+		}
+	}
+	// Layout: magic, index, long names, members.
+	var strtab bytes.Buffer
+	for _, s := range syms {
+		strtab.WriteString(s.name)
+		strtab.WriteByte(0)
+	}
+	indexSize := 4 + 4*len(syms) + strtab.Len()
+	pos := len(Magic)
+	if len(syms) > 0 {
+		pos += 60 + indexSize + indexSize&1
+	}
+	if longNames.Len() > 0 {
+		pos += 60 + longNames.Len() + longNames.Len()&1
+	}
+	offsets := make([]int, len(members))
+	for i, m := range members {
+		offsets[i] = pos
+		pos += 60 + len(m.Data) + len(m.Data)&1
+	}
+	if pos > 1<<32-1 {
+		return nil, fmt.Errorf("archive too large for a 32-bit symbol index")
+	}
+	out := bytes.NewBuffer(make([]byte, 0, pos))
+	out.WriteString(Magic)
+	if len(syms) > 0 {
+		body := make([]byte, 4, indexSize)
+		binary.BigEndian.PutUint32(body, uint32(len(syms)))
+		for _, s := range syms {
+			body = binary.BigEndian.AppendUint32(body, uint32(offsets[s.member]))
+		}
+		body = append(body, strtab.Bytes()...)
+		writeMember(out, "/", body)
+	}
+	if longNames.Len() > 0 {
+		writeMember(out, "//", longNames.Bytes())
+	}
+	for i, m := range members {
+		writeMember(out, hdrNames[i], m.Data)
+	}
+	return out.Bytes(), nil
+}
+
+func writeMember(out *bytes.Buffer, name string, data []byte) {
+	mode := "644"
+	if name == "/" || name == "//" {
+		mode = "0"
+	}
+	if name == "//" {
+		fmt.Fprintf(out, "%-16s%-12s%-6s%-6s%-8s%-10d`\n", name, "", "", "", "", len(data))
+	} else {
+		fmt.Fprintf(out, "%-16s%-12d%-6d%-6d%-8s%-10d`\n", name, 0, 0, 0, mode, len(data))
+	}
+	out.Write(data)
+	if len(data)&1 == 1 {
+		out.WriteByte('\n')
+	}
+}
+
+// definedSymbols lists the global and weak symbols an ELF object defines,
+// in symbol-table order (what `ar s` indexes). Non-ELF members have none.
+func definedSymbols(data []byte) []string {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range syms {
+		b := elf.ST_BIND(s.Info)
+		if (b == elf.STB_GLOBAL || b == elf.STB_WEAK || b == stbGNUUnique) && s.Section != elf.SHN_UNDEF && s.Name != "" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// SortedNames returns the member names, for messages and tests.
+func SortedNames(ms []Member) []string {
+	var n []string
+	for _, m := range ms {
+		n = append(n, m.Name)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// stbGNUUnique is STB_GNU_UNIQUE, which debug/elf does not name.
+const stbGNUUnique = elf.SymBind(10)

@@ -1,0 +1,76 @@
+package archive_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hijack/archive"
+	"hijack/internal/testutil"
+)
+
+func TestRoundTripAgainstBinutils(t *testing.T) {
+	testutil.Need(t, "ar", "nm")
+	for _, lib := range []string{"libz.a", "libsqlite3.a"} {
+		path := "/usr/lib/x86_64-linux-gnu/" + lib
+		testutil.NeedFile(t, path)
+		data, _ := os.ReadFile(path)
+		ms, err := archive.Read(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := exec.Command("ar", "t", path).Output()
+		if got, want := len(ms), len(strings.Fields(string(out))); got != want {
+			t.Fatalf("%s: %d members, ar t lists %d", lib, got, want)
+		}
+		w, err := archive.Write(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), lib)
+		os.WriteFile(p, w, 0o644)
+		// binutils must read it, and its symbol index must equal the
+		// original's.
+		a, err1 := exec.Command("nm", "--print-armap", path).Output()
+		b, err2 := exec.Command("nm", "--print-armap", p).Output()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("nm: %v %v", err1, err2)
+		}
+		idx := func(s []byte) string { return string(s[:bytes.Index(s, []byte("\n\n"))]) }
+		if idx(a) != idx(b) {
+			t.Errorf("%s: symbol index differs", lib)
+		}
+		back, err := archive.Read(w)
+		if err != nil || len(back) != len(ms) {
+			t.Fatalf("reading back: %v", err)
+		}
+		for i := range ms {
+			if back[i].Name != ms[i].Name || !bytes.Equal(back[i].Data, ms[i].Data) {
+				t.Fatalf("member %d differs", i)
+			}
+		}
+	}
+}
+
+func TestLongNames(t *testing.T) {
+	ms := []archive.Member{{"short.o", []byte("x")}, {"a_rather_long_member_name.o", []byte("yy")}}
+	w, err := archive.Write(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := archive.Read(w)
+	if err != nil || len(back) != 2 || back[1].Name != "a_rather_long_member_name.o" || string(back[0].Data) != "x" {
+		t.Fatalf("%v %+v", err, back)
+	}
+}
+
+func TestBadArchives(t *testing.T) {
+	for _, d := range []string{"", "!<arch>\nshort", "!<arch>\n" + strings.Repeat(" ", 48) + "99999999  `\n"} {
+		if _, err := archive.Read([]byte(d)); err == nil {
+			t.Errorf("%q: no error", d)
+		}
+	}
+}

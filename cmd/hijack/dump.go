@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/elfobj"
+	"hijack/ibr"
+)
+
+const dumpUsage = `Usage: hijack dump [--func GLOB] IN.o
+
+Shows what hijack understood of an object, like objdump -dr: every code
+section split into functions, padding and data, each instruction with its
+bytes, its relocations (field offset, type, symbol+addend) and the links
+hijack made for branches and RIP-relative operands the assembler resolved
+(-> target). Sections hijack will not rewrite are marked with the reason.
+`
+
+func cmdDump(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("dump", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	glob := fs.String("func", "*", "only functions matching GLOB")
+	help := fs.BoolP("help", "h", false, "help")
+	if err := fs.Parse(fixSingleDash(args)); err != nil {
+		fmt.Fprintf(stderr, "hijack dump: %v\n%s", err, dumpUsage)
+		return 2
+	}
+	if *help {
+		fmt.Fprint(stdout, dumpUsage)
+		return 0
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, dumpUsage)
+		return 2
+	}
+	in := fs.Arg(0)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack: %v\n", err)
+		return 1
+	}
+	f, err := elfobj.Read(data)
+	if err == nil {
+		var o *ibr.Object
+		if o, err = ibr.Build(f); err == nil {
+			w := bufio.NewWriter(stdout)
+			dump(w, o, *glob)
+			w.Flush()
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "hijack: %s: %s\n", in, oneLine(err.Error()))
+	return 1
+}
+
+func dump(w io.Writer, o *ibr.Object, glob string) {
+	f := o.File
+	for _, s := range o.Code {
+		fmt.Fprintf(w, "section %s (%d bytes, %d items, %d functions)", s.Elf.Name, len(s.Elf.Data), len(s.Insts), len(s.Funcs))
+		if !s.Rewritable() {
+			fmt.Fprintf(w, " NOT REWRITABLE: %s", s.Problem)
+		}
+		fmt.Fprintln(w)
+		cur := int32(-2)
+		for i := range s.Insts {
+			in := &s.Insts[i]
+			if in.Func != cur {
+				cur = in.Func
+				if fn := s.FuncAt(i); fn != nil && fn.Start == i {
+					fmt.Fprintf(w, "\n%016x <%s>:\n", in.Off, fn.Name)
+				}
+			}
+			if fn := s.FuncAt(i); fn != nil {
+				if ok, _ := path.Match(glob, fn.Name); !ok {
+					continue
+				}
+			} else if glob != "*" {
+				continue
+			}
+			switch in.Kind {
+			case ibr.Pad:
+				fmt.Fprintf(w, "%8x:\t(padding, %d bytes)\n", in.Off, in.Len)
+				continue
+			case ibr.Data:
+				fmt.Fprintf(w, "%8x:\t(data, %d bytes)\n", in.Off, in.Len)
+				continue
+			}
+			text := "(unknown to x86asm)"
+			if asm := s.Asm(i); asm.Op != 0 {
+				text = x86asm.GNUSyntax(*asm, uint64(in.Off), nil)
+			}
+			fmt.Fprintf(w, "%8x:\t%-30s\t%s", in.Off, fmt.Sprintf("% x", s.Bytes(i)), text)
+			if l := in.Link; l != nil {
+				kind := "branch"
+				if l.Kind == ibr.LinkRIP {
+					kind = "rip"
+				}
+				if l.Target == len(s.Insts) {
+					fmt.Fprintf(w, "\t%s -> end of section", kind)
+				} else {
+					fmt.Fprintf(w, "\t%s -> %s", kind, s.Where(uint64(int64(s.Insts[l.Target].Off)+l.Delta)))
+				}
+			}
+			fmt.Fprintln(w)
+			for _, fr := range in.Relocs {
+				r := f.Sections[fr.Sec].Relocs[fr.Index]
+				fmt.Fprintf(w, "%8x:\t\t%s\t%s%+#x\t(field +%d, %d bytes)\n", uint64(in.Off)+uint64(fr.Off), r.Type, symName(f, r.Sym), r.Addend, fr.Off, fr.Size)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	refs := 0
+	for _, r := range o.Refs {
+		if r.Table {
+			refs++
+		}
+	}
+	fmt.Fprintf(w, "%d references into code from relocations (%d jump-table entries)\n", len(o.Refs), refs)
+}
+
+func symName(f *elfobj.File, k uint32) string {
+	sym := &f.Symbols[k]
+	if sym.Name == "" && int(sym.Shndx) < len(f.Sections) {
+		return f.Sections[sym.Shndx].Name
+	}
+	return sym.Name
+}

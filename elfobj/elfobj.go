@@ -1,0 +1,196 @@
+package elfobj
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+)
+
+// ErrNotRelocatable is wrapped by the error Read returns for executables and
+// shared objects, so that callers can give users the right advice.
+var ErrNotRelocatable = errors.New("hijack rewrites relocatable objects: pass the .o files before linking")
+
+// File is an ELF64 x86-64 relocatable object.
+type File struct {
+	// Ident is e_ident as read (OS ABI and ABI version are kept).
+	Ident   [elf.EI_NIDENT]byte
+	Version uint32 // e_version
+	Flags   uint32 // e_flags
+
+	// Sections are in section-header order; Sections[0] is the null section.
+	Sections []*Section
+	// ShStrNdx is the index of the section-name string table.
+	ShStrNdx int
+
+	// Symbols is the content of the SHT_SYMTAB section (index SymtabNdx),
+	// including the null symbol at index 0. Relocations refer to symbols by
+	// their index in this slice.
+	Symbols   []Symbol
+	SymtabNdx int // 0 if the object has no symbol table
+}
+
+// Section is one section of a File.
+type Section struct {
+	Name    string
+	NameOff uint32 // offset of Name in the section-name string table
+	Type    elf.SectionType
+	Flags   elf.SectionFlag
+	Addr    uint64
+	Link    uint32
+	Info    uint32
+	Align   uint64
+	Entsize uint64
+
+	// Data is the section's contents. It is nil for SHT_NOBITS sections,
+	// whose size is Size. For SHT_SYMTAB, SHT_SYMTAB_SHNDX and SHT_RELA
+	// sections Data is ignored by Write: they are generated from
+	// File.Symbols and Relocs.
+	Data []byte
+	// Size is the size of a SHT_NOBITS section; for other sections Write
+	// uses len(Data) (or the generated table size).
+	Size uint64
+
+	// Relocs holds the parsed entries of a SHT_RELA section. The section
+	// they apply to is Info, the symbol table is Link.
+	Relocs []Rela
+}
+
+// Rela is one relocation entry of a SHT_RELA section.
+type Rela struct {
+	Off    uint64       // r_offset: where in the target section the field lies
+	Type   elf.R_X86_64 // relocation type
+	Sym    uint32       // index into File.Symbols
+	Addend int64
+}
+
+// Symbol is one entry of the symbol table.
+type Symbol struct {
+	Name    string
+	NameOff uint32 // offset of Name in the symbol string table
+	Info    byte   // binding << 4 | type
+	Other   byte   // visibility
+	// Shndx is the section index the symbol is defined in (extended
+	// indices are resolved), or ShnUndef, ShnAbs or ShnCommon (or another
+	// reserved index, as 0xffff0000|SHN_xxx).
+	Shndx uint32
+	Value uint64
+	Size  uint64
+}
+
+// Bind returns the symbol's binding.
+func (s *Symbol) Bind() elf.SymBind { return elf.ST_BIND(s.Info) }
+
+// Type returns the symbol's type.
+func (s *Symbol) Type() elf.SymType { return elf.ST_TYPE(s.Info) }
+
+// IsDefinedIn reports whether the symbol is defined in section ndx.
+func (s *Symbol) IsDefinedIn(ndx int) bool {
+	return ndx > 0 && s.Shndx == uint32(ndx) && !isSpecialShndx(s.Shndx)
+}
+
+// Reserved section indices as they appear in Symbol.Shndx. They lie outside
+// the range of real (possibly extended) section indices.
+const (
+	ShnUndef  uint32 = 0
+	ShnAbs    uint32 = 0xffff0000 | uint32(elf.SHN_ABS)
+	ShnCommon uint32 = 0xffff0000 | uint32(elf.SHN_COMMON)
+)
+
+func isSpecialShndx(x uint32) bool { return x == ShnUndef || x >= 0xffff0000 }
+
+// IsCode reports whether the section holds executable code.
+func (s *Section) IsCode() bool {
+	return s.Flags&elf.SHF_EXECINSTR != 0 && s.Type == elf.SHT_PROGBITS
+}
+
+// Len returns the size of the section's contents.
+func (s *Section) Len() uint64 {
+	if s.Type == elf.SHT_NOBITS {
+		return s.Size
+	}
+	return uint64(len(s.Data))
+}
+
+// RelocSections returns, for every section index, the indices of the
+// SHT_RELA sections that apply to it.
+func (f *File) RelocSections() map[int][]int {
+	m := make(map[int][]int)
+	for i, s := range f.Sections {
+		if s.Type == elf.SHT_RELA {
+			m[int(s.Info)] = append(m[int(s.Info)], i)
+		}
+	}
+	return m
+}
+
+// SectionName returns a printable name for section ndx, for messages.
+func (f *File) SectionName(ndx int) string {
+	if ndx > 0 && ndx < len(f.Sections) {
+		return f.Sections[ndx].Name
+	}
+	return fmt.Sprintf("section#%d", ndx)
+}
+
+// AddSection appends a section, entering its name into the section-name
+// string table, and returns its index. Appending keeps every existing index
+// valid.
+func (f *File) AddSection(s *Section) int {
+	shstr := f.Sections[f.ShStrNdx]
+	s.NameOff = uint32(len(shstr.Data))
+	shstr.Data = append(append(shstr.Data, s.Name...), 0)
+	f.Sections = append(f.Sections, s)
+	return len(f.Sections) - 1
+}
+
+// AddSymbol adds a symbol and returns its index. Global and weak symbols are
+// appended at the end of the table. Local symbols must precede all global
+// ones in ELF, so a local symbol is inserted after the last local one and
+// every relocation and group that refers to a later symbol is renumbered.
+func (f *File) AddSymbol(sym Symbol) uint32 {
+	strtab := f.Sections[f.Sections[f.SymtabNdx].Link]
+	sym.NameOff = 0
+	if sym.Name != "" {
+		sym.NameOff = uint32(len(strtab.Data))
+		strtab.Data = append(append(strtab.Data, sym.Name...), 0)
+	}
+	if sym.Bind() != elf.STB_LOCAL {
+		f.Symbols = append(f.Symbols, sym)
+		return uint32(len(f.Symbols) - 1)
+	}
+	at := uint32(f.firstGlobal())
+	f.Symbols = append(f.Symbols, Symbol{})
+	copy(f.Symbols[at+1:], f.Symbols[at:])
+	f.Symbols[at] = sym
+	for _, s := range f.Sections {
+		for i := range s.Relocs {
+			if s.Relocs[i].Sym >= at {
+				s.Relocs[i].Sym++
+			}
+		}
+		if s.Type == elf.SHT_GROUP && s.Info >= at && s.Link == uint32(f.SymtabNdx) {
+			s.Info++
+		}
+	}
+	return at
+}
+
+// firstGlobal returns the index of the first non-local symbol.
+func (f *File) firstGlobal() int {
+	for i := 1; i < len(f.Symbols); i++ {
+		if f.Symbols[i].Bind() != elf.STB_LOCAL {
+			return i
+		}
+	}
+	return len(f.Symbols)
+}
+
+// FindSymbol returns the index of the first symbol with the given name, or
+// 0 if there is none.
+func (f *File) FindSymbol(name string) uint32 {
+	for i := 1; i < len(f.Symbols); i++ {
+		if f.Symbols[i].Name == name {
+			return uint32(i)
+		}
+	}
+	return 0
+}

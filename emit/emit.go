@@ -1,0 +1,240 @@
+// Package emit writes an IBR with insertions back into its ELF object: it
+// lays out every code section that received code again (re-encoding
+// branches, relaxing rel8 to rel32 until every branch reaches), and makes
+// everything that referred to the old layout follow: relocation offsets and
+// addends in every section, symbol values and sizes, .eh_frame FDE ranges
+// and CFA advances, and the call-site tables of C++ exception handling
+// (.gcc_except_table). Code sections without insertions are left exactly as
+// they are.
+package emit
+
+import (
+	"cmp"
+	"debug/elf"
+	"fmt"
+	"slices"
+
+	"hijack/elfobj"
+	"hijack/ibr"
+)
+
+// Emit applies the insertions recorded in o to o.File. Warnings about
+// things that stay approximate go to warn.
+func Emit(o *ibr.Object, warn func(string)) error {
+	f := o.File
+	maps := make(map[int]*codeMap)
+	for _, s := range o.Code {
+		if s.Insertions == 0 {
+			continue
+		}
+		if !s.Rewritable() {
+			return fmt.Errorf("section %s: code was inserted into a section that is not rewritable: %s", s.Elf.Name, s.Problem)
+		}
+		m := newCodeMap(s)
+		m.relax()
+		maps[s.Index] = m
+	}
+	if len(maps) == 0 {
+		return nil
+	}
+	// Everything below reads the old relocations and symbols, so it runs
+	// before any of them changes.
+	rebuilt, err := rewriteEHFrames(f, maps)
+	if err != nil {
+		return err
+	}
+	dbg, err := rewriteDebugInfo(f, maps, warn)
+	if err != nil {
+		return err
+	}
+	for idx, rb := range dbg {
+		rebuilt[idx] = rb
+	}
+	newData := make(map[int][]byte)
+	for idx, m := range maps {
+		d, err := m.write()
+		if err != nil {
+			return err
+		}
+		newData[idx] = d
+	}
+	if err := remapRefs(o, maps); err != nil {
+		return err
+	}
+	remapFieldOffsets(f, maps)
+	remapSymbols(f, maps)
+	if err := applyRebuilt(f, rebuilt); err != nil {
+		return err
+	}
+	for idx, d := range newData {
+		f.Sections[idx].Data = d
+		f.Sections[idx].Size = uint64(len(d))
+	}
+	if err := addSnippetRelocs(f, maps); err != nil {
+		return err
+	}
+	return nil
+}
+
+// newValue returns the value symbol k has after the layout change.
+func newValue(f *elfobj.File, maps map[int]*codeMap, k uint32) (uint64, error) {
+	sym := &f.Symbols[k]
+	m := maps[int(sym.Shndx)]
+	if m == nil || sym.Shndx >= 0xffff0000 {
+		return sym.Value, nil
+	}
+	return m.addrOf(sym.Value)
+}
+
+// remapRefs recomputes the addend of every relocation that refers to moved
+// code so that it refers to the same instruction.
+func remapRefs(o *ibr.Object, maps map[int]*codeMap) error {
+	f := o.File
+	type update struct {
+		sec, idx int
+		addend   int64
+	}
+	var ups []update
+	for _, ref := range o.Refs {
+		m := maps[ref.Target.Index]
+		if m == nil {
+			continue
+		}
+		r := f.Sections[ref.RelaSec].Relocs[ref.Index]
+		nv, err := newValue(f, maps, r.Sym)
+		if err != nil {
+			return err
+		}
+		t := int64(m.addr(ref.Inst, ref.Delta))
+		ups = append(ups, update{ref.RelaSec, ref.Index, t - int64(nv) - ref.Adjust})
+	}
+	for _, u := range ups {
+		f.Sections[u.sec].Relocs[u.idx].Addend = u.addend
+	}
+	return nil
+}
+
+// remapFieldOffsets moves the offsets of relocations that patch moved code.
+func remapFieldOffsets(f *elfobj.File, maps map[int]*codeMap) {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		m := maps[int(s.Info)]
+		if m == nil {
+			continue
+		}
+		for k := range s.Relocs {
+			s.Relocs[k].Off = m.fieldOf(s.Relocs[k].Off)
+		}
+	}
+}
+
+// remapSymbols moves symbols defined in moved code; a symbol's size follows
+// its end.
+func remapSymbols(f *elfobj.File, maps map[int]*codeMap) {
+	for k := range f.Symbols {
+		sym := &f.Symbols[k]
+		m := maps[int(sym.Shndx)]
+		if m == nil || sym.Shndx >= 0xffff0000 {
+			continue
+		}
+		start, err := m.addrOf(sym.Value)
+		if err != nil {
+			continue // Build checked every symbol that starts code.
+		}
+		if sym.Size > 0 {
+			if end, err := m.addrOf(sym.Value + sym.Size); err == nil {
+				sym.Size = end - start
+			}
+		}
+		if sym.Type() == elf.STT_SECTION {
+			sym.Size = 0
+		}
+		sym.Value = start
+	}
+}
+
+// addSnippetRelocs adds the relocations of inserted code to the relocation
+// sections of the code sections, creating them where missing.
+func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
+	relocs := f.RelocSections()
+	syms := make(map[string]uint32)
+	idxs := make([]int, 0, len(maps))
+	for idx := range maps {
+		idxs = append(idxs, idx)
+	}
+	slices.Sort(idxs)
+	for _, idx := range idxs {
+		m := maps[idx]
+		var added []elfobj.Rela
+		for i := range m.sec.Insts {
+			pos := m.group[i]
+			for _, sn := range m.sec.Insts[i].Before {
+				for _, r := range sn.Relocs {
+					k, ok := syms[r.Sym]
+					if !ok {
+						k = symbolFor(f, r.Sym)
+						syms[r.Sym] = k
+					}
+					added = append(added, elfobj.Rela{Off: pos + uint64(r.Off), Type: r.Type, Sym: k, Addend: r.Addend})
+				}
+				pos += uint64(len(sn.Code))
+			}
+		}
+		if len(added) == 0 {
+			continue
+		}
+		var rs *elfobj.Section
+		if rr := relocs[idx]; len(rr) > 0 {
+			rs = f.Sections[rr[0]]
+		} else {
+			if f.SymtabNdx == 0 {
+				return fmt.Errorf("inserted code needs relocations but the object has no symbol table")
+			}
+			code := f.Sections[idx]
+			rs = &elfobj.Section{Name: ".rela" + code.Name, Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK,
+				Link: uint32(f.SymtabNdx), Info: uint32(idx), Align: 8, Entsize: 24}
+			if code.Flags&elf.SHF_GROUP != 0 {
+				rs.Flags |= elf.SHF_GROUP
+				defer addToGroup(f, idx, rs)
+			}
+			f.AddSection(rs)
+		}
+		rs.Relocs = append(rs.Relocs, added...)
+		slices.SortStableFunc(rs.Relocs, func(a, b elfobj.Rela) int { return cmp.Compare(a.Off, b.Off) })
+	}
+	return nil
+}
+
+// symbolFor returns the index of the symbol inserted code refers to by
+// name, adding an undefined global symbol if the object has none.
+func symbolFor(f *elfobj.File, name string) uint32 {
+	if k := f.FindSymbol(name); k != 0 {
+		return k
+	}
+	return f.AddSymbol(elfobj.Symbol{Name: name, Info: byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_NOTYPE)})
+}
+
+// addToGroup makes a new relocation section a member of the COMDAT group
+// of the code section it applies to.
+func addToGroup(f *elfobj.File, code int, rs *elfobj.Section) {
+	idx := -1
+	for i, s := range f.Sections {
+		if s == rs {
+			idx = i
+		}
+	}
+	for _, g := range f.Sections {
+		if g.Type != elf.SHT_GROUP {
+			continue
+		}
+		for k := 4; k+4 <= len(g.Data); k += 4 {
+			if int(le32(g.Data[k:])) == code {
+				g.Data = append(g.Data, 0, 0, 0, 0)
+				put32(g.Data[len(g.Data)-4:], uint32(idx))
+				return
+			}
+		}
+	}
+}

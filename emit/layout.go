@@ -1,0 +1,293 @@
+package emit
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"hijack/ibr"
+	"hijack/ibr/x86len"
+)
+
+// codeMap is the new layout of one rewritten code section: where every
+// element of the instruction chain went.
+type codeMap struct {
+	sec *ibr.Section
+	// group[i] is the new offset of the code inserted before instruction i
+	// (or of the instruction itself when nothing was inserted): where
+	// control that reached the old instruction now arrives. group[n] is the
+	// new section size.
+	group []uint64
+	// inst[i] is the new offset of instruction i's own bytes.
+	inst []uint64
+	// grown marks short branches re-encoded in a longer form.
+	grown []bool
+	// align and phase: instruction i must start at an offset congruent to
+	// phase modulo align (function entries, data in code).
+	align, phase []uint64
+}
+
+// maxFuncAlign caps the alignment kept for function entries: enough for
+// the fetch and decode units, without the waste of cache-line alignment.
+const maxFuncAlign = 16
+
+func newCodeMap(s *ibr.Section) *codeMap {
+	n := len(s.Insts)
+	m := &codeMap{
+		sec:   s,
+		group: make([]uint64, n+1),
+		inst:  make([]uint64, n),
+		grown: make([]bool, n),
+		align: make([]uint64, n),
+		phase: make([]uint64, n),
+	}
+	secAlign := max(s.Elf.Align, 1)
+	lowbit := func(off uint64) uint64 {
+		if off == 0 {
+			return secAlign
+		}
+		return min(off&-off, secAlign)
+	}
+	for i := range m.align {
+		m.align[i] = 1
+	}
+	for _, fn := range s.Funcs {
+		off := uint64(s.Insts[fn.Start].Off)
+		a := min(lowbit(off), maxFuncAlign)
+		m.align[fn.Start], m.phase[fn.Start] = a, off%a
+	}
+	for i := range s.Insts {
+		if s.Insts[i].Kind == ibr.Data {
+			off := uint64(s.Insts[i].Off)
+			a := lowbit(off)
+			m.align[i], m.phase[i] = a, off%a
+		}
+	}
+	return m
+}
+
+// encLen returns the new length of instruction i's own bytes.
+func (m *codeMap) encLen(i int) uint64 {
+	in := &m.sec.Insts[i]
+	switch {
+	case in.Kind == ibr.Pad:
+		return 0
+	case m.grown[i]:
+		return uint64(in.Layout.OpcodeOff) + grownBody(in.Layout.Opcode)
+	}
+	return uint64(in.Len)
+}
+
+// grownBody returns the length, without prefixes, of the long form of a
+// short branch with the given opcode.
+func grownBody(op byte) uint64 {
+	switch {
+	case op >= 0x70 && op <= 0x7f:
+		return 6 // 0f 8x rel32
+	case op == 0xeb:
+		return 5 // e9 rel32
+	default:
+		return 9 // jrcxz/loop: op +2; jmp short +5; jmp rel32
+	}
+}
+
+// place computes offsets from the current branch forms.
+func (m *codeMap) place() {
+	var pos uint64
+	insts := m.sec.Insts
+	for i := range insts {
+		if a := m.align[i]; a > 1 {
+			pos += (m.phase[i] - pos%a + a) % a
+		}
+		m.group[i] = pos
+		for _, sn := range insts[i].Before {
+			pos += uint64(len(sn.Code))
+		}
+		m.inst[i] = pos
+		pos += m.encLen(i)
+	}
+	m.group[len(insts)] = pos
+}
+
+// addr maps a location, given as an instruction index and an offset from
+// its start, to its new offset. The start of an instruction maps to the
+// start of the code inserted before it.
+func (m *codeMap) addr(i int, delta int64) uint64 {
+	if delta == 0 {
+		return m.group[i]
+	}
+	p := m.inst[i] + uint64(delta)
+	if m.sec.Insts[i].Kind == ibr.Pad {
+		// Padding is made again and may be shorter.
+		p = min(p, m.group[i+1])
+	}
+	return p
+}
+
+// addrOf maps an old section offset.
+func (m *codeMap) addrOf(off uint64) (uint64, error) {
+	i := m.sec.Find(off)
+	if i < 0 {
+		return 0, fmt.Errorf("offset 0x%x is beyond the end of %s", off, m.sec.Elf.Name)
+	}
+	if i == len(m.sec.Insts) {
+		return m.group[i], nil
+	}
+	in := &m.sec.Insts[i]
+	delta := int64(off) - int64(in.Off)
+	if delta != 0 && in.Kind == ibr.Code {
+		return 0, fmt.Errorf("%s is inside an instruction", m.sec.Where(off))
+	}
+	return m.addr(i, delta), nil
+}
+
+// fieldOf maps the old offset of a byte inside an instruction's own
+// encoding (a relocated field) to its new offset.
+func (m *codeMap) fieldOf(off uint64) uint64 {
+	i := m.sec.Find(off)
+	return m.inst[i] + off - uint64(m.sec.Insts[i].Off)
+}
+
+// relax grows short branches that no longer reach their target until
+// every branch fits. Branches only ever grow, so this terminates.
+func (m *codeMap) relax() {
+	insts := m.sec.Insts
+	for {
+		m.place()
+		changed := false
+		for i := range insts {
+			in := &insts[i]
+			if in.Link == nil || in.Link.Kind != ibr.LinkBranch || in.Layout.RelSize != 1 || m.grown[i] {
+				continue
+			}
+			d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(m.inst[i]+uint64(in.Len))
+			if d < -128 || d > 127 {
+				m.grown[i] = true
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// nops holds the recommended multi-byte NOPs, indexed by length.
+var nops = [...][]byte{
+	nil,
+	{0x90},
+	{0x66, 0x90},
+	{0x0f, 0x1f, 0x00},
+	{0x0f, 0x1f, 0x40, 0x00},
+	{0x0f, 0x1f, 0x44, 0x00, 0x00},
+	{0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+	{0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+	{0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	{0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+}
+
+// FillNops fills b with as few no-op instructions as possible.
+func FillNops(b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), len(nops)-1)
+		copy(b, nops[n])
+		b = b[n:]
+	}
+}
+
+// write produces the new section contents. Links are re-encoded; inserted
+// code is copied in.
+func (m *codeMap) write() ([]byte, error) {
+	insts := m.sec.Insts
+	old := m.sec.Elf.Data
+	out := make([]byte, m.group[len(insts)])
+	var end uint64
+	for i := range insts {
+		in := &insts[i]
+		FillNops(out[end:m.group[i]])
+		pos := m.group[i]
+		for _, sn := range in.Before {
+			copy(out[pos:], sn.Code)
+			pos += uint64(len(sn.Code))
+		}
+		end = m.inst[i] + m.encLen(i)
+		switch in.Kind {
+		case ibr.Pad:
+			continue
+		case ibr.Data:
+			copy(out[pos:], old[in.Off:in.End()])
+			continue
+		}
+		dst := out[pos:end]
+		src := old[in.Off:in.End()]
+		if m.grown[i] {
+			if err := m.writeGrown(i, dst, src); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		copy(dst, src)
+		if in.Link == nil {
+			continue
+		}
+		var off, size int
+		if in.Link.Kind == ibr.LinkBranch {
+			off, size = in.Layout.RelOff, in.Layout.RelSize
+		} else {
+			off, size = in.Layout.DispOff, in.Layout.DispSize
+		}
+		d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(end)
+		if err := putDisp(dst[off:off+size], d); err != nil {
+			return nil, fmt.Errorf("%s: %v", m.sec.Where(uint64(in.Off)), err)
+		}
+	}
+	FillNops(out[end:])
+	return out, nil
+}
+
+// writeGrown writes the long form of short branch i.
+func (m *codeMap) writeGrown(i int, dst, src []byte) error {
+	in := &m.sec.Insts[i]
+	l := &in.Layout
+	p := copy(dst, src[:l.OpcodeOff])
+	target := int64(m.addr(in.Link.Target, in.Link.Delta))
+	end := int64(m.inst[i]) + int64(len(dst))
+	var field []byte
+	switch op := l.Opcode; {
+	case l.Map != x86len.Map1Byte:
+		return fmt.Errorf("%s: cannot lengthen branch opcode %02x", m.sec.Where(uint64(in.Off)), op)
+	case op >= 0x70 && op <= 0x7f:
+		dst[p], dst[p+1] = 0x0f, 0x80|(op&0x0f)
+		field = dst[p+2 : p+6]
+	case op == 0xeb:
+		dst[p] = 0xe9
+		field = dst[p+1 : p+5]
+	case op >= 0xe0 && op <= 0xe3:
+		// loop/jrcxz have no rel32 form: branch over a jump that skips a
+		// near jump to the target.
+		copy(dst[p:], []byte{op, 0x02, 0xeb, 0x05, 0xe9})
+		field = dst[p+5 : p+9]
+	default:
+		return fmt.Errorf("%s: cannot lengthen branch opcode %02x", m.sec.Where(uint64(in.Off)), op)
+	}
+	return putDisp(field, target-end)
+}
+
+// putDisp stores a little-endian displacement, checking that it fits.
+func putDisp(b []byte, d int64) error {
+	switch len(b) {
+	case 1:
+		if d < -128 || d > 127 {
+			return fmt.Errorf("displacement %d does not fit in 8 bits", d)
+		}
+		b[0] = byte(d)
+	case 4:
+		if d < -1<<31 || d >= 1<<31 {
+			return fmt.Errorf("displacement %d does not fit in 32 bits", d)
+		}
+		binary.LittleEndian.PutUint32(b, uint32(int32(d)))
+	default:
+		return fmt.Errorf("unsupported displacement width %d", len(b))
+	}
+	return nil
+}

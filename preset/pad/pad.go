@@ -1,0 +1,44 @@
+// Package pad implements the pad preset: before every instruction of the
+// selected functions it inserts semantically neutral code (multi-byte NOPs)
+// of pseudo-random length, so that every branch, jump table, FDE, symbol and
+// relocation moves. A rewritten program that still behaves exactly like the
+// original shows that code moving is right; pad is hijack's stress test.
+package pad
+
+import (
+	"math/rand/v2"
+
+	"hijack/emit"
+	"hijack/ibr"
+	"hijack/rules"
+)
+
+// Preset is the pad preset. Parameters: seed (pseudo-random lengths),
+// maxlen (longest insertion, 1..15 bytes).
+type Preset struct{}
+
+// Apply inserts NOPs before every instruction of funcs.
+func (Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+	seed := uint64(params.Int("seed"))
+	maxlen := int(params.Int("maxlen"))
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	// One snippet per length, shared: snippets are never modified.
+	snips := make([]*ibr.Snippet, maxlen+1)
+	for n := 1; n <= maxlen; n++ {
+		code := make([]byte, n)
+		emit.FillNops(code)
+		snips[n] = &ibr.Snippet{Code: code}
+	}
+	for _, fn := range funcs {
+		s := fn.Section
+		for i := fn.Start; i < fn.End; i++ {
+			if !s.CanInsertBefore(i) {
+				continue
+			}
+			if err := s.InsertBefore(i, snips[1+rng.IntN(maxlen)]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package rewrite runs hijack's pipeline on one object: read it, build the
+// IBR, let the presets the rules select plan their insertions, lay the code
+// out again and write the object.
+package rewrite
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"hijack/elfobj"
+	"hijack/emit"
+	"hijack/ibr"
+	"hijack/rules"
+)
+
+// Preset plans insertions into the functions one rule selected.
+type Preset interface {
+	// Apply inserts code into funcs (all in rewritable sections) of o.
+	// Warnings about functions it leaves alone go to warn.
+	Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error
+}
+
+// Presets maps preset names to implementations.
+type Presets map[string]Preset
+
+// Stats tells what a rewrite did.
+type Stats struct {
+	Funcs, Instrumented, Skipped int // functions: in the object, given to a preset, left alone
+	Insertions                   int // instructions with inserted code before them
+}
+
+// Rewrite rewrites the object in data according to rf. Warnings (functions
+// left uninstrumented and why) go to warn. The returned bytes are the new
+// object.
+func Rewrite(data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
+	var st Stats
+	if warn == nil {
+		warn = func(string) {}
+	}
+	f, err := elfobj.Read(data)
+	if err != nil {
+		return nil, st, err
+	}
+	o, err := ibr.Build(f)
+	if err != nil {
+		return nil, st, err
+	}
+	st.Funcs = len(o.Funcs)
+	// Group the selected functions by rule, in rule order.
+	byRule := make(map[*rules.Rule][]*ibr.Func)
+	skipped := make(map[*ibr.Section][]string)
+	for _, fn := range o.Funcs {
+		r, ok := rf.Match(fn.Name)
+		if !ok {
+			continue
+		}
+		if !fn.Section.Rewritable() {
+			skipped[fn.Section] = append(skipped[fn.Section], fn.Name)
+			st.Skipped++
+			continue
+		}
+		byRule[r] = append(byRule[r], fn)
+		st.Instrumented++
+	}
+	for s, names := range skipped {
+		warn(fmt.Sprintf("section %s: %d function(s) not instrumented (%s): %s", s.Elf.Name, len(names), list(names), s.Problem))
+	}
+	for i := range rf.Rules {
+		r := &rf.Rules[i]
+		fns := byRule[r]
+		if len(fns) == 0 {
+			continue
+		}
+		p := presets[r.Preset]
+		if p == nil {
+			return nil, st, fmt.Errorf("preset %q is not available in this build", r.Preset)
+		}
+		if err := p.Apply(o, fns, r.Params, warn); err != nil {
+			return nil, st, fmt.Errorf("preset %s: %w", r.Preset, err)
+		}
+	}
+	for _, s := range o.Code {
+		st.Insertions += s.Insertions
+	}
+	if err := emit.Emit(o, warn); err != nil {
+		return nil, st, err
+	}
+	out, err := f.Write()
+	if err != nil {
+		return nil, st, err
+	}
+	return out, st, nil
+}
+
+// list names a few functions for a message.
+func list(names []string) string {
+	sort.Strings(names)
+	if len(names) > 4 {
+		return strings.Join(names[:4], ", ") + fmt.Sprintf(" and %d more", len(names)-4)
+	}
+	return strings.Join(names, ", ")
+}
+
+// IsNotRelocatable reports whether err says the input was an executable or
+// a shared object.
+func IsNotRelocatable(err error) bool { return errors.Is(err, elfobj.ErrNotRelocatable) }

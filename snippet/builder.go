@@ -1,0 +1,643 @@
+package snippet
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/twitchyliquid64/golang-asm/obj"
+	"github.com/twitchyliquid64/golang-asm/obj/x86"
+	"github.com/twitchyliquid64/golang-asm/objabi"
+)
+
+// Reloc is a relocation inside an assembled snippet. Type is debug/elf's
+// R_X86_64 (a uint32), so uint32(r.Type) is the ELF r_type.
+type Reloc struct {
+	Off    int          // byte offset of the relocated field within the snippet
+	Type   elf.R_X86_64 // ELF relocation type (R_X86_64_PC32, ...)
+	Sym    string       // symbol the relocation refers to
+	Addend int64        // ELF (RELA) addend; for PC-relative types already biased by the field-to-instruction-end distance
+}
+
+// Size returns the width in bytes of the relocated field.
+func (r Reloc) Size() int {
+	if r.Type == elf.R_X86_64_64 {
+		return 8
+	}
+	return 4
+}
+
+// Code is an assembled snippet: machine code that may be placed at any
+// address (jumps inside it are relative), whose symbolic fields are zero
+// and described by Relocs (sorted by Off).
+type Code struct {
+	Bytes  []byte
+	Relocs []Reloc
+	// Labels maps each label defined with Builder.Label to its offset in
+	// Bytes. It is nil when the snippet defines no label.
+	Labels map[string]int
+}
+
+// Builder collects instructions and assembles them with golang-asm.
+//
+// Operands are written in AT&T (gas) order, source first, destination last,
+// everywhere, including CmpQ and friends, whose Go-assembly operand order
+// is the reverse (Builder swaps them); Inst is the exception, it takes Go
+// assembly operand order.
+//
+// Methods record errors instead of returning them; Assemble reports the
+// first one. A Builder owns its golang-asm context and is not safe for
+// concurrent use, but separate Builders may be used concurrently.
+type Builder struct {
+	ctxt  *obj.Link
+	diags []string
+
+	chunks [][]obj.Prog // Prog arena, reused across snippets
+	nprog  int
+
+	insts  []inst
+	labels map[string]int // label -> index of the instruction it precedes
+	err    error
+}
+
+// inst is one instruction as the caller wrote it: a chain of Progs
+// (an optional segment-prefix BYTE, then the instruction itself).
+type inst struct {
+	first, last *obj.Prog
+	p           *obj.Prog // the instruction proper; nil for raw bytes
+	mem         Operand   // symbolic memory operand (kindMem with sym, or kindRIP)
+	imm         Operand   // symbolic immediate
+	branchSym   string    // call/jmp to a symbol
+	label       string    // jump to a label
+	dispPH      int32     // placeholder displacement for a symbolic kindMem
+	nImm        int       // number of plain (non-symbolic) immediates
+	imm0        int64     // the plain immediate, when nImm == 1
+}
+
+// Placeholders put into symbolic fields golang-asm cannot relocate itself.
+// Their bytes are pairwise distinct, so an occurrence cannot overlap itself.
+const (
+	dispPH1 = 0x7b3d5e19
+	dispPH2 = 0x1f6e2d4c
+	immPH32 = 0x6c2a4f17
+	immPH64 = 0x6c2a4f175e3d1b09
+)
+
+var initTables sync.Once
+
+var noPos = regexp.MustCompile(`\d+ \(<unknown line number>\)\t`)
+
+// New returns an empty Builder with its own golang-asm context.
+func New() *Builder {
+	// golang-asm's x86 back end keeps its opcode tables in package variables
+	// that instinit fills in on first use, unsynchronised. Fill them exactly
+	// once; afterwards they are only read.
+	initTables.Do(func() {
+		x86.Linkamd64.Init(&obj.Link{Arch: &x86.Linkamd64, Headtype: objabi.Hlinux})
+	})
+	b := &Builder{}
+	b.ctxt = &obj.Link{
+		Arch:     &x86.Linkamd64,
+		Headtype: objabi.Hlinux, // explicit: obj.Linknew would read $GOOS
+		// IsAsm disables golang-asm's 32-byte jump alignment padding
+		// (objabi.GOAMD64 is hard-wired to "alignedjumps"), which would
+		// insert NOPs gas does not.
+		IsAsm: true,
+		DiagFunc: func(format string, args ...interface{}) {
+			b.diags = append(b.diags, fmt.Sprintf(format, args...))
+		},
+	}
+	return b
+}
+
+// Reset discards the instructions added so far. Assemble resets the Builder
+// itself, so Reset is only needed to abandon a snippet.
+func (b *Builder) Reset() {
+	for i := range b.insts {
+		b.insts[i] = inst{}
+	}
+	b.insts = b.insts[:0]
+	clear(b.labels)
+	b.err = nil
+	b.diags = b.diags[:0]
+	b.ctxt.Errors = 0
+	for i := 0; i*chunkSize < b.nprog; i++ {
+		clear(b.chunks[i][:min(chunkSize, b.nprog-i*chunkSize)])
+	}
+	b.nprog = 0
+}
+
+// Err returns the first error recorded since the last Assemble or Reset.
+func (b *Builder) Err() error { return b.err }
+
+func (b *Builder) fail(format string, args ...interface{}) {
+	if b.err == nil {
+		b.err = fmt.Errorf("snippet: "+format, args...)
+	}
+}
+
+const chunkSize = 32
+
+func (b *Builder) newProg() *obj.Prog {
+	c, i := b.nprog/chunkSize, b.nprog%chunkSize
+	if c == len(b.chunks) {
+		b.chunks = append(b.chunks, make([]obj.Prog, chunkSize))
+	}
+	b.nprog++
+	p := &b.chunks[c][i]
+	p.Ctxt = b.ctxt
+	return p
+}
+
+func (b *Builder) push(in inst) {
+	b.insts = append(b.insts, in)
+}
+
+// Label defines name at the position of the next instruction (or the end of
+// the snippet). Labels are local to the snippet; jump to them with Jmp and
+// Jcc. Code.Labels reports their offsets.
+func (b *Builder) Label(name string) {
+	if b.labels == nil {
+		b.labels = make(map[string]int)
+	}
+	if _, dup := b.labels[name]; dup {
+		b.fail("label %q defined twice", name)
+		return
+	}
+	b.labels[name] = len(b.insts)
+}
+
+// Bytes appends raw machine code. It must not contain relocated fields.
+func (b *Builder) Bytes(code ...byte) {
+	if len(code) == 0 {
+		return
+	}
+	var in inst
+	for _, c := range code {
+		p := b.newProg()
+		p.As = x86.ABYTE
+		p.From = obj.Addr{Type: obj.TYPE_CONST, Offset: int64(c)}
+		if in.first == nil {
+			in.first = p
+		} else {
+			in.last.Link = p
+		}
+		in.last = p
+	}
+	b.push(in)
+}
+
+// Inst appends the instruction as with operands in Go assembly order: for
+// two operands (from, to), which is AT&T order except for the CMP family
+// (Go's `CMPQ AX, $1` is gas's `cmp $1, %rax`); for three or more, from,
+// the middle operands, to (Go's `IMUL3Q $8, AX, BX`). A single operand goes
+// where Go assembly puts it (To for branches and x86.Linkamd64.UnaryDst
+// instructions, From otherwise). as is an obj.A* or x86.A* opcode.
+func (b *Builder) Inst(as obj.As, args ...Arg) {
+	var ops [4]Operand
+	if len(args) > len(ops) {
+		b.fail("%v: too many operands", as)
+		return
+	}
+	for i, a := range args {
+		var ok bool
+		if ops[i], ok = b.arg(as, a); !ok {
+			return
+		}
+	}
+	switch n := len(args); n {
+	case 0:
+		b.inst(as, Operand{}, nil, Operand{})
+	case 1:
+		if x86.Linkamd64.UnaryDst[as] || isBranch(as) {
+			b.inst(as, Operand{}, nil, ops[0])
+		} else {
+			b.inst(as, ops[0], nil, Operand{})
+		}
+	default:
+		b.inst(as, ops[0], ops[1:n-1], ops[n-1])
+	}
+}
+
+func isBranch(as obj.As) bool {
+	switch as {
+	case obj.ACALL, obj.AJMP, obj.ARET:
+		return true
+	}
+	for _, j := range jccAs {
+		if as == j {
+			return true
+		}
+	}
+	return false
+}
+
+// inst validates the operands and appends one instruction. from and to are
+// absent when their kind is kindNone; rest are Go's RestArgs.
+func (b *Builder) inst(as obj.As, from Operand, rest []Operand, to Operand) {
+	in := inst{dispPH: dispPH1}
+	var seg Seg
+	nmem := 0
+	check := func(o *Operand) bool {
+		if err := o.validate(); err != nil {
+			b.fail("%v: %v", as, err)
+			return false
+		}
+		switch o.kind {
+		case kindMem, kindRIP:
+			nmem++
+			seg = o.seg
+			if o.sym != "" {
+				in.mem = *o
+			}
+		case kindImm:
+			if o.sym != "" {
+				if in.imm.kind != kindNone {
+					b.fail("%v: two symbolic immediates", as)
+					return false
+				}
+				in.imm = *o
+			} else {
+				in.nImm++
+				in.imm0 = o.off
+				if int32(o.off) == dispPH1 {
+					in.dispPH = dispPH2
+				}
+			}
+		}
+		return true
+	}
+	if from.kind != kindNone && !check(&from) {
+		return
+	}
+	for i := range rest {
+		if !check(&rest[i]) {
+			return
+		}
+	}
+	if to.kind != kindNone && !check(&to) {
+		return
+	}
+	if nmem > 1 {
+		b.fail("%v: more than one memory operand", as)
+		return
+	}
+	if in.nImm == 1 {
+		if err := immRange(as, in.imm0, to); err != nil {
+			b.fail("%v", err)
+			return
+		}
+	}
+	if in.imm.rel == elf.R_X86_64_64 && (as != x86.AMOVQ || to.kind != kindReg || !to.reg.isGPR()) {
+		b.fail("%v: a 64-bit symbolic immediate needs MovQ into a general-purpose register", as)
+		return
+	}
+	if seg != NoSeg {
+		p := b.newProg()
+		p.As = x86.ABYTE
+		p.From = obj.Addr{Type: obj.TYPE_CONST, Offset: int64(seg.prefix())}
+		in.first, in.last = p, p
+	}
+	p := b.newProg()
+	p.As = as
+	p.From = b.addr(&from, in.dispPH)
+	if len(rest) > 0 {
+		p.RestArgs = make([]obj.Addr, len(rest))
+		for i := range rest {
+			p.RestArgs[i] = b.addr(&rest[i], in.dispPH)
+		}
+	}
+	p.To = b.addr(&to, in.dispPH)
+	if in.first == nil {
+		in.first = p
+	} else {
+		in.last.Link = p
+	}
+	in.last, in.p = p, p
+	b.push(in)
+}
+
+func (o Operand) validate() error {
+	okGPR := func(r Reg) bool { return r == NoReg || r.isGPR() }
+	switch o.kind {
+	case kindReg:
+		if o.reg == NoReg || o.reg > maxReg {
+			return fmt.Errorf("bad register %v", o.reg)
+		}
+	case kindImm:
+		if o.seg != NoSeg || o.reg != NoReg || o.index != NoReg {
+			return fmt.Errorf("immediate %v with segment or registers", o)
+		}
+	case kindMem:
+		if !okGPR(o.reg) || !okGPR(o.index) || o.index == RSP {
+			return fmt.Errorf("bad base or index register in %v", o)
+		}
+		if o.index != NoReg && o.scale != 1 && o.scale != 2 && o.scale != 4 && o.scale != 8 {
+			return fmt.Errorf("bad scale in %v", o)
+		}
+		if o.sym == "" && o.off != int64(int32(o.off)) {
+			return fmt.Errorf("displacement out of range in %v", o)
+		}
+		if o.sym != "" && o.rel != elf.R_X86_64_32S && o.rel != elf.R_X86_64_TPOFF32 {
+			return fmt.Errorf("bad relocation in %v", o)
+		}
+	case kindRIP:
+		if o.reg != NoReg || o.index != NoReg {
+			return fmt.Errorf("RIP-relative operand %v cannot have registers", o)
+		}
+		if o.sym == "" {
+			return errors.New("RIP-relative operand without symbol")
+		}
+	default:
+		return errors.New("invalid (zero) operand")
+	}
+	if o.seg > GS {
+		return fmt.Errorf("bad segment in %v", o)
+	}
+	if o.seg != NoSeg && o.kind != kindMem && o.kind != kindRIP {
+		return fmt.Errorf("segment override on non-memory operand %v", o)
+	}
+	return nil
+}
+
+// addr converts a validated operand to golang-asm's form. Symbolic fields
+// golang-asm cannot express get placeholders that Assemble finds and zeroes.
+func (b *Builder) addr(o *Operand, dispPH int32) obj.Addr {
+	switch o.kind {
+	case kindNone:
+		return obj.Addr{}
+	case kindReg:
+		return obj.Addr{Type: obj.TYPE_REG, Reg: o.reg.AsmReg()}
+	case kindImm:
+		a := obj.Addr{Type: obj.TYPE_CONST, Offset: o.off}
+		switch {
+		case o.sym == "":
+		case o.rel == elf.R_X86_64_64:
+			a.Offset = immPH64
+		default:
+			a.Offset = immPH32
+		}
+		return a
+	case kindMem:
+		a := obj.Addr{Type: obj.TYPE_MEM, Reg: o.reg.AsmReg(), Index: o.index.AsmReg(), Offset: o.off}
+		if o.index != NoReg {
+			a.Scale = int16(o.scale)
+		}
+		if o.sym != "" {
+			a.Offset = int64(dispPH)
+		}
+		return a
+	case kindRIP:
+		// The offset stays out of golang-asm (its field is zero either way):
+		// Assemble computes the ELF addend from o.off.
+		a := obj.Addr{Type: obj.TYPE_MEM, Name: obj.NAME_EXTERN, Sym: &obj.LSym{Name: o.sym}}
+		if o.rel == elf.R_X86_64_GOTPCREL || o.rel == elf.R_X86_64_GOTPCRELX {
+			a.Name = obj.NAME_GOTREF
+		}
+		return a
+	}
+	panic("unreachable")
+}
+
+// Assemble encodes the instructions added since the last Assemble or Reset,
+// and resets the Builder for the next snippet.
+func (b *Builder) Assemble() (code Code, err error) {
+	defer b.Reset()
+	if b.err != nil {
+		return Code{}, b.err
+	}
+	// Resolve labels; a label at the very end needs an instruction to bind
+	// to: a zero-length NOP.
+	labelProg := func(i int) *obj.Prog {
+		if i < len(b.insts) {
+			return b.insts[i].first
+		}
+		p := b.newProg()
+		p.As = obj.ANOP
+		b.push(inst{first: p, last: p})
+		return p
+	}
+	targets := make(map[string]*obj.Prog, len(b.labels))
+	for name, i := range b.labels {
+		targets[name] = labelProg(i)
+	}
+	if len(b.insts) == 0 {
+		return Code{Bytes: []byte{}}, nil
+	}
+	for i := range b.insts {
+		in := &b.insts[i]
+		if in.label != "" {
+			t, ok := targets[in.label]
+			if !ok {
+				return Code{}, fmt.Errorf("snippet: jump to undefined label %q", in.label)
+			}
+			in.p.To.SetTarget(t)
+		}
+		if i+1 < len(b.insts) {
+			in.last.Link = b.insts[i+1].first
+		}
+	}
+
+	s := &obj.LSym{Func: &obj.FuncInfo{Text: b.insts[0].first}}
+	if err := b.span(s); err != nil {
+		return Code{}, err
+	}
+	code.Bytes = s.P
+	if code.Bytes == nil {
+		code.Bytes = []byte{}
+	}
+	if code.Relocs, err = b.relocs(s); err != nil {
+		return Code{}, err
+	}
+	if len(b.labels) > 0 {
+		code.Labels = make(map[string]int, len(b.labels))
+		for name, p := range targets {
+			code.Labels[name] = int(p.Pc)
+		}
+	}
+	return code, nil
+}
+
+// span runs golang-asm's x86 assembler, turning its diagnostics and panics
+// into an error.
+func (b *Builder) span(s *obj.LSym) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("snippet: golang-asm panicked: %v", r)
+		}
+	}()
+	b.ctxt.Arch.Assemble(b.ctxt, s, b.newProg)
+	if len(b.diags) > 0 || b.ctxt.Errors > 0 {
+		msg := "assembler error"
+		if len(b.diags) > 0 {
+			msg = b.diags[0]
+		}
+		// golang-asm prints Progs as "00000 (<unknown line number>)\tMOVQ ...".
+		msg = noPos.ReplaceAllString(msg, "")
+		return fmt.Errorf("snippet: golang-asm: %s", msg)
+	}
+	return nil
+}
+
+// relocs translates golang-asm's relocations (Go kinds: R_PCREL, R_GOTPCREL,
+// R_CALL) and the placeholder fields into ELF relocations.
+func (b *Builder) relocs(s *obj.LSym) ([]Reloc, error) {
+	var out []Reloc
+	gr := s.R
+	for i := range b.insts {
+		in := &b.insts[i]
+		if in.p == nil {
+			continue
+		}
+		p := in.p
+		start, end := int(p.Pc), int(p.Pc)+int(p.Isize)
+		// golang-asm's relocations inside this instruction.
+		var mine []obj.Reloc
+		for len(gr) > 0 && int(gr[0].Off) < end {
+			if int(gr[0].Off) < start {
+				return nil, fmt.Errorf("snippet: golang-asm relocation at %#x outside any instruction", gr[0].Off)
+			}
+			if gr[0].Siz != 0 { // skip markers such as R_CALLIND
+				mine = append(mine, gr[0])
+			}
+			gr = gr[1:]
+		}
+		used := 0
+		if in.branchSym != "" {
+			if len(mine) != 1 || mine[0].Type != objabi.R_CALL {
+				return nil, fmt.Errorf("snippet: %s: expected one call relocation from golang-asm, got %d", p.InstructionString(), len(mine))
+			}
+			f := int(mine[0].Off)
+			out = append(out, Reloc{Off: f, Type: elf.R_X86_64_PLT32, Sym: in.branchSym, Addend: int64(f - end)})
+			used++
+		}
+		switch m := in.mem; m.kind {
+		case kindRIP:
+			if len(mine) != 1 || (mine[0].Type != objabi.R_PCREL && mine[0].Type != objabi.R_GOTPCREL) {
+				return nil, fmt.Errorf("snippet: %s: expected one PC-relative relocation from golang-asm, got %d", p.InstructionString(), len(mine))
+			}
+			f := int(mine[0].Off)
+			typ := m.rel
+			if typ == elf.R_X86_64_GOTPCRELX && rex(s.P[start:f]) != 0 {
+				typ = elf.R_X86_64_REX_GOTPCRELX
+			}
+			out = append(out, Reloc{Off: f, Type: typ, Sym: m.sym, Addend: m.off + int64(f-end)})
+			used++
+		case kindMem:
+			pat := binary.LittleEndian.AppendUint32(nil, uint32(in.dispPH))
+			ib := s.P[start:end]
+			k := bytes.Index(ib, pat)
+			if k < 0 || bytes.Contains(ib[k+1:], pat) {
+				return nil, fmt.Errorf("snippet: %s: cannot locate the displacement of %v", p.InstructionString(), m)
+			}
+			clear(ib[k : k+4])
+			out = append(out, Reloc{Off: start + k, Type: m.rel, Sym: m.sym, Addend: m.off})
+		}
+		if m := in.imm; m.kind == kindImm {
+			size, ph := 4, uint64(immPH32)
+			if m.rel == elf.R_X86_64_64 {
+				size, ph = 8, immPH64
+			}
+			f := end - size
+			var got uint64
+			if f >= start {
+				if size == 8 {
+					got = binary.LittleEndian.Uint64(s.P[f:end])
+				} else {
+					got = uint64(binary.LittleEndian.Uint32(s.P[f:end]))
+				}
+			}
+			if got != ph {
+				return nil, fmt.Errorf("snippet: %s: %v needs a %d-byte immediate field at the end of the instruction", p.InstructionString(), m, size)
+			}
+			if m.rel == elf.R_X86_64_32 && rex(s.P[start:f])&0x08 != 0 {
+				// The CPU sign-extends imm32 in a 64-bit operation: a
+				// zero-extended R_X86_64_32 value would be wrong from 2 GiB.
+				return nil, fmt.Errorf("snippet: %s: %v in a 64-bit instruction; use SymImm (R_X86_64_32S)", p.InstructionString(), m)
+			}
+			clear(s.P[f:end])
+			out = append(out, Reloc{Off: f, Type: m.rel, Sym: m.sym, Addend: m.off})
+		}
+		if in.nImm == 1 && in.imm.kind == kindNone && !immEncoded(s.P[start:end], in.imm0, p.As) {
+			return nil, fmt.Errorf("snippet: %s: immediate %#x does not fit the instruction's immediate field", p.InstructionString(), in.imm0)
+		}
+		if used != len(mine) {
+			return nil, fmt.Errorf("snippet: %s: unexpected relocation from golang-asm", p.InstructionString())
+		}
+	}
+	if len(gr) > 0 {
+		return nil, fmt.Errorf("snippet: unexpected golang-asm relocation at %#x", gr[0].Off)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Off < out[j].Off })
+	return out, nil
+}
+
+// rex returns the REX prefix of the instruction whose bytes before its
+// opcode-dependent fields are pre (0 if none): the first byte after the
+// legacy prefixes, if it is 0x40-0x4f.
+func rex(pre []byte) byte {
+	for _, c := range pre {
+		switch c {
+		case 0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65:
+			continue
+		}
+		if c&0xf0 == 0x40 {
+			return c
+		}
+		return 0
+	}
+	return 0
+}
+
+// immRange rejects immediates golang-asm would silently truncate or that the
+// CPU would sign-extend to something else: 64-bit operations take a
+// sign-extended 32-bit immediate (only MOVQ into a register takes 64 bits),
+// everything else at most 32 bits. Narrower fields are checked after
+// assembly by immEncoded.
+func immRange(as obj.As, v int64, to Operand) error {
+	fits32 := v == int64(int32(v))
+	fitsU32 := v >= 0 && v <= 0xffffffff
+	switch {
+	case as == x86.AMOVQ && to.kind == kindReg:
+		return nil
+	case strings.HasSuffix(as.String(), "Q"):
+		if !fits32 {
+			return fmt.Errorf("%v: immediate %#x does not fit a sign-extended 32-bit field", as, v)
+		}
+	case !fits32 && !fitsU32:
+		return fmt.Errorf("%v: immediate %#x does not fit 32 bits", as, v)
+	}
+	return nil
+}
+
+// immEncoded reports whether the instruction bytes ib end with v as a
+// signed or unsigned 1-, 2-, 4- or 8-byte immediate, which is where x86
+// puts it. Shifts and rotates by 1 have a form without immediate.
+func immEncoded(ib []byte, v int64, as obj.As) bool {
+	for _, k := range [...]int{1, 2, 4, 8} {
+		if k > len(ib) {
+			break
+		}
+		var u uint64
+		for i := k - 1; i >= 0; i-- {
+			u = u<<8 | uint64(ib[len(ib)-k+i])
+		}
+		sh := 64 - 8*uint(k)
+		if int64(u) == v || int64(u<<sh)>>sh == v {
+			return true
+		}
+	}
+	if v == 1 {
+		switch name := as.String(); name[:3] {
+		case "SHL", "SHR", "SAR", "SAL", "ROL", "ROR", "RCL", "RCR":
+			return true
+		}
+	}
+	return false
+}
