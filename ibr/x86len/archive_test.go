@@ -7,56 +7,11 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
+
+	"hijack/archive"
 )
-
-// arMember is one member of a System V / GNU ar archive.
-type arMember struct {
-	name string
-	data []byte
-}
-
-// readAr parses an ar archive, skipping the symbol index ("/") and the GNU
-// long-name table ("//"), in archive order (the order objdump uses).
-func readAr(data []byte) ([]arMember, error) {
-	const magic = "!<arch>\n"
-	if !bytes.HasPrefix(data, []byte(magic)) {
-		return nil, fmt.Errorf("not an ar archive")
-	}
-	var members []arMember
-	var longNames []byte
-	for off := len(magic); off+60 <= len(data); {
-		hdr := data[off : off+60]
-		name := strings.TrimRight(string(hdr[0:16]), " ")
-		size, err := strconv.Atoi(strings.TrimSpace(string(hdr[48:58])))
-		if err != nil || off+60+size > len(data) {
-			return nil, fmt.Errorf("bad member header at %d", off)
-		}
-		body := data[off+60 : off+60+size]
-		off += 60 + size + size&1
-		switch {
-		case name == "/" || name == "/SYM64/":
-			continue
-		case name == "//":
-			longNames = body
-			continue
-		case strings.HasPrefix(name, "/"):
-			i, err := strconv.Atoi(name[1:])
-			if err != nil || i >= len(longNames) {
-				return nil, fmt.Errorf("bad long name %q", name)
-			}
-			end := bytes.IndexByte(longNames[i:], '\n')
-			if end < 0 {
-				end = len(longNames) - i
-			}
-			name = string(longNames[i : i+end])
-		}
-		members = append(members, arMember{strings.TrimSuffix(name, "/"), body})
-	}
-	return members, nil
-}
 
 // disasm is objdump's view of one member: instruction lines per
 // executable section, keyed by section name and occurrence ("name#k" for
@@ -122,7 +77,7 @@ func compareArchive(t *testing.T, path string) archiveStats {
 	if err != nil {
 		missing(t, fmt.Sprintf("%s: %v", path, err))
 	}
-	members, err := readAr(data)
+	members, err := archive.Read(data)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -134,16 +89,16 @@ func compareArchive(t *testing.T, path string) archiveStats {
 	}
 	var st archiveStats
 	for mi, m := range members {
-		if dis[mi].name != m.name {
-			t.Fatalf("%s: member %d is %q, objdump printed %q", path, mi, m.name, dis[mi].name)
+		if dis[mi].name != m.Name {
+			t.Fatalf("%s: member %d is %q, objdump printed %q", path, mi, m.Name, dis[mi].name)
 		}
-		f, err := elf.NewFile(bytes.NewReader(m.data))
+		f, err := elf.NewFile(bytes.NewReader(m.Data))
 		if err != nil {
-			t.Errorf("%s(%s): %v", path, m.name, err)
+			t.Errorf("%s(%s): %v", path, m.Name, err)
 			continue
 		}
 		st.members++
-		compareObject(f, m.name, dis[mi], &st)
+		compareObject(f, m.Name, dis[mi], &st)
 		f.Close()
 	}
 	return st

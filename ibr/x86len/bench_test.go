@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"os"
 	"testing"
+
+	"hijack/archive"
 )
 
 // BenchmarkDecode decodes the hand-checked table, one instruction per op.
@@ -30,13 +32,13 @@ func BenchmarkSweepLibcrypto(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	members, err := readAr(data)
+	members, err := archive.Read(data)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var code [][]byte
 	for _, m := range members {
-		f, err := elf.NewFile(bytes.NewReader(m.data))
+		f, err := elf.NewFile(bytes.NewReader(m.Data))
 		if err != nil {
 			continue
 		}
