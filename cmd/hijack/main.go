@@ -18,6 +18,7 @@ Usage:
   hijack --preset NAME [--param K=V]... IN.o OUT.o
                                         rewrite with one preset on every function
   hijack dump [--func GLOB] IN.o        show what hijack understood of IN.o
+  hijack analyze [--json|--dot F] IN.o  blocks, loops and scores per function
   hijack help                           this text
 
 Rewrite options:
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		switch args[0] {
 		case "dump":
 			return cmdDump(args[1:], stdout, stderr)
+		case "analyze":
+			return cmdAnalyze(args[1:], stdout, stderr)
 		case "help", "-h", "--help", "-help":
 			fmt.Fprint(stdout, usage)
 			return 0

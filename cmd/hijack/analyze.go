@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/spf13/pflag"
+
+	"hijack/cfg"
+	"hijack/elfobj"
+	"hijack/ibr"
+	"hijack/loops"
+)
+
+const analyzeUsage = `Usage: hijack analyze [--json | --dot FUNC] [--func GLOB] IN.o
+
+Analyses every function of IN.o as the presets see it: basic blocks,
+loops (with nesting; irreducible ones included), loop participation
+inherited along the call graph, memory operations and block scores (the
+threshold T of vptrace selects blocks scoring >= T).
+
+  (default)     a readable summary per function
+  --json        per function: name, section, blocks (start, end, loop_depth,
+                cycles, score, mem_ops, insns, succs) and calls
+  --dot FUNC    the CFG of FUNC for Graphviz, blocks coloured by score:
+                hijack analyze --dot main a.o | dot -Tsvg > main.svg
+  --func GLOB   only functions matching GLOB (summary and --json)
+`
+
+func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "JSON output")
+	dot := fs.String("dot", "", "Graphviz CFG of one function")
+	glob := fs.String("func", "*", "functions to show")
+	help := fs.BoolP("help", "h", false, "help")
+	if err := fs.Parse(fixSingleDash(args)); err != nil {
+		fmt.Fprintf(stderr, "hijack analyze: %v\n%s", err, analyzeUsage)
+		return 2
+	}
+	if *help {
+		fmt.Fprint(stdout, analyzeUsage)
+		return 0
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, analyzeUsage)
+		return 2
+	}
+	if _, err := path.Match(*glob, ""); err != nil {
+		fmt.Fprintf(stderr, "hijack analyze: bad --func pattern %q: %v\n", *glob, err)
+		return 2
+	}
+	in := fs.Arg(0)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack: %v\n", err)
+		return 1
+	}
+	f, err := elfobj.Read(data)
+	var o *ibr.Object
+	if err == nil {
+		o, err = ibr.Build(f)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack: %s: %s\n", in, oneLine(err.Error()))
+		return 1
+	}
+	p := cfg.Build(o)
+	a := loops.Analyze(p)
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	switch {
+	case *dot != "":
+		for _, g := range p.Graphs {
+			if g.Func.Name == *dot {
+				writeDot(w, a, g)
+				return 0
+			}
+		}
+		w.Flush()
+		fmt.Fprintf(stderr, "hijack: %s: no function %q\n", in, *dot)
+		return 1
+	case *asJSON:
+		var out []funcJSON
+		for _, g := range p.Graphs {
+			if ok, _ := path.Match(*glob, g.Func.Name); ok {
+				out = append(out, toJSON(a, g))
+			}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "hijack: %v\n", err)
+			return 1
+		}
+	default:
+		summary(w, a, p, *glob)
+	}
+	return 0
+}
+
+type blockJSON struct {
+	Start    uint32   `json:"start"`
+	End      uint32   `json:"end"`
+	Loop     int      `json:"loop_depth"`
+	Cycles   int      `json:"cycles"`
+	Score    float64  `json:"score"`
+	MemOps   int      `json:"mem_ops"`
+	Insns    int      `json:"insns"`
+	Succs    []int    `json:"succs"`
+	Exits    []string `json:"exits,omitempty"`
+	JumpTbl  bool     `json:"jump_table,omitempty"`
+	Incoming int      `json:"preds"`
+}
+
+type funcJSON struct {
+	Name        string      `json:"name"`
+	Section     string      `json:"section"`
+	Rewritable  bool        `json:"rewritable"`
+	Problem     string      `json:"problem,omitempty"`
+	Inherited   int         `json:"inherited"`
+	Loops       int         `json:"loops"`
+	Irreducible int         `json:"irreducible_loops"`
+	Unresolved  int         `json:"unresolved_indirect_jumps"`
+	Blocks      []blockJSON `json:"blocks"`
+	Calls       []string    `json:"calls"`
+}
+
+func exitNames(e cfg.Exit) []string {
+	var s []string
+	for i, n := range []string{"return", "tailcall", "noreturn", "indirect", "trap", "falloff"} {
+		if e&(1<<i) != 0 {
+			s = append(s, n)
+		}
+	}
+	return s
+}
+
+func toJSON(a *loops.Analysis, g *cfg.Graph) funcJSON {
+	fj := funcJSON{Name: g.Func.Name, Section: g.Sec.Elf.Name, Rewritable: g.Sec.Rewritable(), Problem: g.Sec.Problem,
+		Inherited: a.Inherited[g], Loops: len(a.Loops[g]), Unresolved: len(g.Unresolved), Calls: []string{}}
+	for _, l := range a.Loops[g] {
+		if l.Irreducible() {
+			fj.Irreducible++
+		}
+	}
+	for _, b := range g.Blocks {
+		in := a.Info(b)
+		bj := blockJSON{Start: g.Sec.Insts[b.Start].Off, End: g.Sec.Insts[b.End-1].End(), Loop: in.LoopDepth, Cycles: in.Cycles,
+			Score: in.Score, MemOps: in.MemOps, Insns: in.Insns, Succs: []int{}, Exits: exitNames(b.Exits), JumpTbl: b.Table, Incoming: len(b.Preds)}
+		for _, s := range b.Succs {
+			bj.Succs = append(bj.Succs, s.Index)
+		}
+		fj.Blocks = append(fj.Blocks, bj)
+	}
+	for _, c := range g.Calls {
+		switch {
+		case c.Indirect && c.Tail:
+			fj.Calls = append(fj.Calls, "*(indirect tail call)")
+		case c.Indirect:
+			fj.Calls = append(fj.Calls, "*(indirect)")
+		case c.Name != "":
+			fj.Calls = append(fj.Calls, c.Name)
+		}
+	}
+	return fj
+}
+
+func summary(w io.Writer, a *loops.Analysis, p *cfg.Program, glob string) {
+	var nb, nl, nirr, nun, ntab int
+	for _, g := range p.Graphs {
+		if ok, _ := path.Match(glob, g.Func.Name); !ok {
+			continue
+		}
+		fj := toJSON(a, g)
+		maxScore, maxDepth := 0.0, 0
+		for _, b := range fj.Blocks {
+			maxScore = max(maxScore, b.Score)
+			maxDepth = max(maxDepth, b.Loop)
+			if b.JumpTbl {
+				ntab++
+			}
+		}
+		nb += len(fj.Blocks)
+		nl += fj.Loops
+		nirr += fj.Irreducible
+		nun += fj.Unresolved
+		fmt.Fprintf(w, "%s (%s): %d blocks, %d loops (max depth %d", fj.Name, fj.Section, len(fj.Blocks), fj.Loops, maxDepth)
+		if fj.Irreducible > 0 {
+			fmt.Fprintf(w, ", %d irreducible", fj.Irreducible)
+		}
+		fmt.Fprintf(w, "), inherited %d, top score %.2f, %d calls", fj.Inherited, maxScore, len(fj.Calls))
+		if fj.Unresolved > 0 {
+			fmt.Fprintf(w, ", %d unresolved indirect jumps", fj.Unresolved)
+		}
+		if !fj.Rewritable {
+			fmt.Fprintf(w, " [not rewritable: %s]", fj.Problem)
+		}
+		fmt.Fprintln(w)
+		for i, b := range fj.Blocks {
+			fmt.Fprintf(w, "  b%-3d %6x-%-6x loop %d cycles %d mem %2d/%-3d score %.3f -> %v", i, b.Start, b.End, b.Loop, b.Cycles, b.MemOps, b.Insns, b.Score, b.Succs)
+			if len(b.Exits) > 0 {
+				fmt.Fprintf(w, " %v", b.Exits)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintf(w, "total: %d blocks, %d loops (%d irreducible), %d jump-table dispatches, %d unresolved indirect jumps\n", nb, nl, nirr, ntab, nun)
+}
+
+// writeDot writes the CFG of g for Graphviz; fill colour goes from white
+// (score 0) to red (score 1).
+func writeDot(w io.Writer, a *loops.Analysis, g *cfg.Graph) {
+	fmt.Fprintf(w, "digraph %q {\n  node [shape=box, style=filled, fontname=monospace];\n", g.Func.Name)
+	for _, b := range g.Blocks {
+		in := a.Info(b)
+		v := int(255 * (1 - in.Score))
+		label := fmt.Sprintf("b%d %x-%x\\nloop %d cycles %d\\nmem %d/%d score %.2f", b.Index, g.Sec.Insts[b.Start].Off, g.Sec.Insts[b.End-1].End(), in.LoopDepth, in.Cycles, in.MemOps, in.Insns, in.Score)
+		if b.Exits != 0 {
+			label += fmt.Sprintf("\\n%v", exitNames(b.Exits))
+		}
+		fmt.Fprintf(w, "  b%d [label=\"%s\", fillcolor=\"#ff%02x%02x\"];\n", b.Index, label, v, v)
+		for _, s := range b.Succs {
+			fmt.Fprintf(w, "  b%d -> b%d;\n", b.Index, s.Index)
+		}
+	}
+	fmt.Fprintln(w, "}")
+}
