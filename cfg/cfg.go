@@ -57,12 +57,12 @@ type Graph struct {
 type Exit uint8
 
 const (
-	ExitReturn     Exit = 1 << iota // ret
-	ExitTailCall                    // jump to another function
-	ExitNoReturn                    // call to a function that does not return
-	ExitIndirect                    // indirect jump with unknown targets
-	ExitTrap                        // ud2, hlt, int3
-	ExitFallOff                     // falls off the end of the function
+	ExitReturn   Exit = 1 << iota // ret
+	ExitTailCall                  // jump to another function
+	ExitNoReturn                  // call to a function that does not return
+	ExitIndirect                  // indirect jump with unknown targets
+	ExitTrap                      // ud2, hlt, int3
+	ExitFallOff                   // falls off the end of the function
 )
 
 func (e Exit) String() string {
