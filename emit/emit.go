@@ -172,10 +172,12 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 			pos := m.group[i]
 			for _, sn := range m.sec.Insts[i].Before {
 				for _, r := range sn.Relocs {
-					k, ok := syms[r.Sym]
+					k, ok := r.SymIndex, r.SymIndex != 0
 					if !ok {
-						k = symbolFor(f, r.Sym)
-						syms[r.Sym] = k
+						if k, ok = syms[r.Sym]; !ok {
+							k = symbolFor(f, r.Sym)
+							syms[r.Sym] = k
+						}
 					}
 					added = append(added, elfobj.Rela{Off: pos + uint64(r.Off), Type: r.Type, Sym: k, Addend: r.Addend})
 				}

@@ -208,6 +208,12 @@ func (m *codeMap) write() ([]byte, error) {
 		pos := m.group[i]
 		for _, sn := range in.Before {
 			copy(out[pos:], sn.Code)
+			for _, l := range sn.Links {
+				d := int64(m.addr(l.Target, l.Delta)) - int64(pos+uint64(l.End))
+				if err := putDisp(out[pos+uint64(l.Off):pos+uint64(l.Off)+4], d); err != nil {
+					return nil, fmt.Errorf("%s: inserted code: %v", m.sec.Where(uint64(in.Off)), err)
+				}
+			}
 			pos += uint64(len(sn.Code))
 		}
 		end = m.inst[i] + m.encLen(i)

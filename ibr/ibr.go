@@ -191,19 +191,38 @@ type Func struct {
 	Start, End int
 }
 
-// Snippet is code inserted before an instruction, with its own relocations.
+// Snippet is code inserted before an instruction, with its own relocations
+// and links.
 type Snippet struct {
 	Code   []byte
 	Relocs []SnippetReloc
+	// Links are 32-bit PC-relative fields that refer to an element of the
+	// same section (a RIP-relative operand copied from the instruction the
+	// snippet instruments, a jump to an original instruction): emit
+	// resolves them after layout, without relocations.
+	Links []SnippetLink
 }
 
-// SnippetReloc is a relocation inside a Snippet. Sym names a symbol; emit
-// adds an undefined global symbol of that name when the object has none.
+// SnippetReloc is a relocation inside a Snippet. The symbol is SymIndex
+// when non-zero, else the symbol named Sym; emit adds an undefined global
+// symbol of that name when the object has none.
 type SnippetReloc struct {
-	Off    int
-	Type   elf.R_X86_64
-	Sym    string
-	Addend int64
+	Off      int
+	Type     elf.R_X86_64
+	Sym      string
+	SymIndex uint32
+	Addend   int64
+}
+
+// SnippetLink is a PC-relative disp32 at Off in a snippet, counted from End
+// (the end of the snippet instruction that holds it), referring to Delta
+// bytes after the start of instruction Target of the section. A Target
+// that is an instruction's start (Delta 0) means the start of the code
+// inserted before it, as for branches.
+type SnippetLink struct {
+	Off, End int
+	Target   int
+	Delta    int64
 }
 
 // End returns the offset just past the instruction in the original section.
@@ -254,6 +273,11 @@ func (s *Section) InsertBefore(i int, sn *Snippet) error {
 		w := elfobj.RelocSize(r.Type)
 		if w < 0 || r.Off < 0 || r.Off+w > len(sn.Code) {
 			return fmt.Errorf("section %s+0x%x: inserted code has a bad relocation %s at %d", s.Elf.Name, s.Insts[i].Off, r.Type, r.Off)
+		}
+	}
+	for _, l := range sn.Links {
+		if l.Off < 0 || l.Off+4 > l.End || l.End > len(sn.Code) || l.Target < 0 || l.Target > len(s.Insts) {
+			return fmt.Errorf("section %s+0x%x: inserted code has a bad link at %d", s.Elf.Name, s.Insts[i].Off, l.Off)
 		}
 	}
 	in := &s.Insts[i]

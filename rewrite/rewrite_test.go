@@ -10,20 +10,25 @@ import (
 
 	"hijack/elfobj"
 	"hijack/internal/testutil"
+	"hijack/preset/clobber"
 	"hijack/preset/pad"
 	"hijack/rewrite"
 	"hijack/rules"
 )
 
 func padRules(t testing.TB, settings ...string) *rules.File {
-	rf, err := rules.Default(rules.DefaultRegistry(), "pad", settings...)
+	return presetRules(t, "pad", settings...)
+}
+
+var presets = rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}}
+
+func presetRules(t testing.TB, preset string, settings ...string) *rules.File {
+	rf, err := rules.Default(rules.DefaultRegistry(), preset, settings...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rf
 }
-
-var presets = rewrite.Presets{"pad": pad.Preset{}}
 
 // rewriteFile rewrites obj into a new file and returns its path.
 func rewriteFile(t *testing.T, obj string, rf *rules.File) string {
@@ -40,16 +45,17 @@ func rewriteFile(t *testing.T, obj string, rf *rules.File) string {
 	for _, w := range warnings {
 		t.Logf("%s: warning: %s", filepath.Base(obj), w)
 	}
-	p := strings.TrimSuffix(obj, ".o") + ".pad.o"
+	p := strings.TrimSuffix(obj, ".o") + ".rw.o"
 	if err := os.WriteFile(p, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// TestPadDifferential rewrites programs with the pad preset and checks that
-// they print exactly what the originals print.
-func TestPadDifferential(t *testing.T) {
+// TestDifferential rewrites programs with the pad preset (code moves) and
+// the clobber preset (liveness is right) and checks that they print exactly
+// what the originals print.
+func TestDifferential(t *testing.T) {
 	type prog struct {
 		name, cc string
 		srcs     []string
@@ -70,30 +76,32 @@ func TestPadDifferential(t *testing.T) {
 			prog{"idioms", "gcc", []string{"idioms.s", "idioms_main.c"}, fl, ld},
 		)
 	}
-	for _, p := range progs {
-		t.Run(p.name+"/"+p.cc+strings.Join(p.flags, ""), func(t *testing.T) {
-			t.Parallel()
-			if strings.Contains(strings.Join(p.flags, " "), "x86-64-v3") && !testutil.HasAVX2() {
-				t.Skip("CPU lacks AVX2")
-			}
-			dir := t.TempDir()
-			var orig, padded []string
-			for _, src := range p.srcs {
-				obj := testutil.Compile(t, dir, p.cc, "../testdata/src/"+src, p.flags...)
-				orig = append(orig, obj)
-				padded = append(padded, rewriteFile(t, obj, padRules(t, "seed=3")))
-			}
-			testutil.Link(t, p.cc, filepath.Join(dir, "a"), append(orig, p.ldflags...)...)
-			testutil.Link(t, p.cc, filepath.Join(dir, "b"), append(padded, p.ldflags...)...)
-			a := testutil.Run(10*time.Second, filepath.Join(dir, "a"))
-			b := testutil.Run(10*time.Second, filepath.Join(dir, "b"))
-			if a != b {
-				t.Fatalf("outputs differ:\noriginal: %+v\nrewritten: %+v", a, b)
-			}
-			if a.Exit != 0 || a.Stdout == "" {
-				t.Fatalf("original program failed: %+v", a)
-			}
-		})
+	for _, preset := range []string{"pad", "clobber"} {
+		for _, p := range progs {
+			t.Run(preset+"/"+p.name+"/"+p.cc+strings.Join(p.flags, ""), func(t *testing.T) {
+				t.Parallel()
+				if strings.Contains(strings.Join(p.flags, " "), "x86-64-v3") && !testutil.HasAVX2() {
+					t.Skip("CPU lacks AVX2")
+				}
+				dir := t.TempDir()
+				var orig, padded []string
+				for _, src := range p.srcs {
+					obj := testutil.Compile(t, dir, p.cc, "../testdata/src/"+src, p.flags...)
+					orig = append(orig, obj)
+					padded = append(padded, rewriteFile(t, obj, presetRules(t, preset, "seed=3")))
+				}
+				testutil.Link(t, p.cc, filepath.Join(dir, "a"), append(orig, p.ldflags...)...)
+				testutil.Link(t, p.cc, filepath.Join(dir, "b"), append(padded, p.ldflags...)...)
+				a := testutil.Run(10*time.Second, filepath.Join(dir, "a"))
+				b := testutil.Run(10*time.Second, filepath.Join(dir, "b"))
+				if a != b {
+					t.Fatalf("outputs differ:\noriginal: %+v\nrewritten: %+v", a, b)
+				}
+				if a.Exit != 0 || a.Stdout == "" {
+					t.Fatalf("original program failed: %+v", a)
+				}
+			})
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hijack/archive"
+	"hijack/preset/clobber"
 	"hijack/preset/pad"
 	"hijack/rewrite"
 	"hijack/rules"
@@ -20,7 +21,7 @@ import (
 
 // presets returns the preset implementations of this build.
 func presets() rewrite.Presets {
-	return rewrite.Presets{"pad": pad.Preset{}}
+	return rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}}
 }
 
 func cmdRewrite(args []string, stdout, stderr io.Writer) int {

@@ -1,0 +1,164 @@
+package cfg_test
+
+import (
+	"os"
+	"testing"
+
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/elfobj"
+	"hijack/ibr"
+	"hijack/internal/testutil"
+)
+
+func program(t *testing.T, obj string) *cfg.Program {
+	t.Helper()
+	data, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfobj.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ibr.Build(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Build(o)
+}
+
+func graph(t *testing.T, p *cfg.Program, name string) *cfg.Graph {
+	t.Helper()
+	for _, g := range p.Graphs {
+		if g.Func.Name == name {
+			return g
+		}
+	}
+	t.Fatalf("no function %s", name)
+	return nil
+}
+
+func regs(rs ...effect.Reg) effect.RegSet {
+	var s effect.RegSet
+	for _, r := range rs {
+		s |= r.Set()
+	}
+	return s
+}
+
+const livenessAsm = `
+	.text
+	.globl	add2
+	.type	add2, @function
+add2:	movq	%rdi, %rax
+	addq	%rsi, %rax
+	ret
+	.size	add2, .-add2
+
+	.globl	flags_across
+	.type	flags_across, @function
+flags_across:
+	cmpq	%rsi, %rdi
+	movq	(%rdx), %rax
+	jl	1f
+	xorl	%eax, %eax
+1:	ret
+	.size	flags_across, .-flags_across
+
+# ipa_callee leaves r9 alone; ipa_caller keeps a value in r9 across the
+# call, as gcc's -fipa-ra does for functions it sees.
+	.type	ipa_callee, @function
+ipa_callee:
+	leaq	1(%rdi), %rax
+	ret
+	.size	ipa_callee, .-ipa_callee
+
+	.globl	ipa_caller
+	.type	ipa_caller, @function
+ipa_caller:
+	movq	%rsi, %r9
+	call	ipa_callee
+	addq	%r9, %rax
+	ret
+	.size	ipa_caller, .-ipa_caller
+
+	.globl	dies
+	.type	dies, @function
+dies:	subq	$8, %rsp
+	call	abort
+	.size	dies, .-dies
+	.section .note.GNU-stack,"",@progbits
+`
+
+func TestLiveness(t *testing.T) {
+	obj := testutil.CompileString(t, t.TempDir(), "gcc", "live.s", livenessAsm)
+	p := program(t, obj)
+	lv := p.Liveness()
+
+	g := graph(t, p, "add2")
+	l := lv[g].Before(g.Func.Start)
+	if l.Regs&regs(effect.RDI, effect.RSI) != regs(effect.RDI, effect.RSI) || l.Regs.Has(effect.RAX) {
+		t.Errorf("add2 entry: live %v, want rdi rsi and not rax", l.Regs)
+	}
+	if l.Flags&effect.Status != 0 {
+		t.Errorf("add2 entry: flags %v live", l.Flags)
+	}
+	// After the add, flags are dead (ret does not read them).
+	if l := lv[g].Before(g.Func.Start + 2); l.Flags&effect.Status != 0 {
+		t.Errorf("before ret: flags %v live", l.Flags)
+	}
+
+	g = graph(t, p, "flags_across")
+	// Before the mov between cmp and jl, SF and OF are live (jl reads
+	// them); ZF, CF, AF, PF are not.
+	l = lv[g].Before(g.Func.Start + 1)
+	if l.Flags&(effect.SF|effect.OF) != effect.SF|effect.OF || l.Flags&(effect.ZF|effect.CF|effect.AF|effect.PF) != 0 {
+		t.Errorf("flags live across the load: %v, want SF OF only", l.Flags)
+	}
+
+	g = graph(t, p, "ipa_callee")
+	// ipa_caller keeps r9 across the call: r9 must be live at the
+	// callee's return and therefore everywhere in it.
+	for i := g.Func.Start; i < g.Func.End; i++ {
+		if !lv[g].Before(i).Regs.Has(effect.R9) {
+			t.Errorf("ipa_callee+%d: r9 dead, but its caller keeps a value there", i-g.Func.Start)
+		}
+	}
+	caller := graph(t, p, "ipa_caller")
+	if !lv[caller].Before(caller.Func.Start + 1).Regs.Has(effect.R9) {
+		t.Errorf("ipa_caller: r9 dead before the call")
+	}
+
+	g = graph(t, p, "dies")
+	last := g.Blocks[len(g.Blocks)-1]
+	if last.Exits&cfg.ExitNoReturn == 0 {
+		t.Errorf("call abort does not end the function: exits %v", last.Exits)
+	}
+}
+
+func TestJumpTableSuccessors(t *testing.T) {
+	for _, c := range []struct {
+		cc    string
+		flags []string
+	}{{"gcc", []string{"-O2"}}, {"gcc", []string{"-O2", "-fno-pie"}}, {"clang", []string{"-O2"}}, {"gcc", []string{"-O0"}}} {
+		obj := testutil.Compile(t, t.TempDir(), c.cc, "../testdata/src/loops.c", append(c.flags, "-fno-inline")...)
+		p := program(t, obj)
+		g := graph(t, p, "switch_in_loop")
+		found := false
+		for _, b := range g.Blocks {
+			if b.Table {
+				found = true
+				if len(b.Succs) < 6 {
+					t.Errorf("%s %v: jump table block has %d successors, want >= 6 distinct cases", c.cc, c.flags, len(b.Succs))
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s %v: no jump-table dispatch in switch_in_loop", c.cc, c.flags)
+		}
+		if len(g.Unresolved) != 0 {
+			t.Errorf("%s %v: unresolved indirect jumps %v", c.cc, c.flags, g.Unresolved)
+		}
+	}
+}

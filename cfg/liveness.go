@@ -1,0 +1,185 @@
+package cfg
+
+import (
+	"hijack/cfg/effect"
+	"hijack/ibr"
+)
+
+// Live is a set of live general registers and flags.
+type Live struct {
+	Regs  effect.RegSet
+	Flags effect.Flags
+}
+
+// Union returns the union of two sets.
+func (l Live) Union(m Live) Live { return Live{l.Regs | m.Regs, l.Flags | m.Flags} }
+
+// allLive is what an unknown continuation may use: everything.
+var allLive = Live{effect.AllRegs, effect.AllFlags}
+
+// ABI sets (System V x86-64). Calls and tail calls also count R10, the
+// static chain of nested functions, as an argument, and DF, which must be
+// clear at every call and return, is always live: nothing may clobber it.
+var (
+	callUses = Live{effect.ArgRegs | 1<<effect.R10 | 1<<effect.RSP | effect.CalleeSaved, effect.DF}
+	retUses  = Live{effect.ReturnRegs | effect.CalleeSaved | 1<<effect.RSP, effect.DF}
+)
+
+// Liveness holds the registers and flags live before and after every
+// instruction of a function.
+type Liveness struct {
+	g             *Graph
+	before, after []Live // by instruction index - Func.Start
+	eff           []effect.Effect
+}
+
+// Before returns what is live immediately before instruction i (an index
+// into the section's instructions within the function).
+func (l *Liveness) Before(i int) Live { return l.before[i-l.g.Func.Start] }
+
+// After returns what is live immediately after instruction i.
+func (l *Liveness) After(i int) Live { return l.after[i-l.g.Func.Start] }
+
+// Effect returns the effect of instruction i as liveness modelled it.
+func (l *Liveness) Effect(i int) *effect.Effect { return &l.eff[i-l.g.Func.Start] }
+
+// Effects computes the effect of every instruction of the function.
+// Elements that are not instructions (data) are unknown; a split-off
+// prefix has no effect of its own.
+func Effects(g *Graph) []effect.Effect {
+	s, fn := g.Sec, g.Func
+	out := make([]effect.Effect, fn.End-fn.Start)
+	for i := fn.Start; i < fn.End; i++ {
+		in := &s.Insts[i]
+		switch {
+		case in.Kind != ibr.Code:
+			out[i-fn.Start] = effect.Effect{Use: effect.AllRegs, Partial: effect.AllRegs, FlagsUse: effect.AllFlags, FlagsMay: effect.AllFlags}
+		case in.Flags&ibr.Prefix != 0:
+			out[i-fn.Start] = effect.Effect{Known: true}
+		default:
+			out[i-fn.Start] = effect.Of(s.Asm(i), &in.Layout, s.Bytes(i))
+		}
+	}
+	return out
+}
+
+// transfer computes what is live before an instruction from what is live
+// after it. local is set for a direct call to a function of this object.
+func transfer(e *effect.Effect, after Live, local bool) Live {
+	switch e.Ctrl {
+	case effect.Call, effect.IndirectCall:
+		// An unknown callee may clobber every caller-saved register
+		// and the status flags. A callee in this object may not:
+		// compilers that see its body (gcc's -fipa-ra) keep values in
+		// the caller-saved registers it leaves alone, so across such a
+		// call nothing is killed. Argument registers are used either
+		// way; callee-saved registers stay live because an exception
+		// may land in this function's handler, which expects them.
+		if !local {
+			after.Regs &^= effect.CallerSaved
+		}
+		after.Flags &^= effect.Status
+		after = after.Union(callUses)
+	}
+	before := Live{after.Regs &^ e.Def, after.Flags &^ e.FlagsDef}
+	before.Regs |= e.Use | e.Partial
+	before.Flags |= e.FlagsUse | e.FlagsMay | effect.DF
+	return before
+}
+
+// exitLive is what is live after the last instruction of b because of how
+// it leaves the function; ret is what the function's callers need at its
+// returns.
+func exitLive(b *Block, ret Live) Live {
+	var l Live
+	if b.Exits&(ExitIndirect|ExitFallOff) != 0 {
+		return allLive
+	}
+	if b.Exits&ExitReturn != 0 {
+		l = l.Union(ret)
+	}
+	if b.Exits&ExitTailCall != 0 {
+		// The tail-called function returns to our caller.
+		l = l.Union(callUses).Union(ret)
+	}
+	return l
+}
+
+// liveness computes register and flag liveness for the function by
+// backward data flow over its blocks, to a fixed point. ret is what is
+// live at its returns; localCall reports direct calls to functions of
+// this object.
+func (g *Graph) liveness(ret Live, localCall map[int]bool) *Liveness {
+	fn := g.Func
+	n := fn.End - fn.Start
+	l := &Liveness{g: g, before: make([]Live, n), after: make([]Live, n), eff: Effects(g)}
+	in := make([]Live, len(g.Blocks))
+	for changed := true; changed; {
+		changed = false
+		for k := len(g.Blocks) - 1; k >= 0; k-- {
+			b := g.Blocks[k]
+			live := exitLive(b, ret)
+			for _, s := range b.Succs {
+				live = live.Union(in[s.Index])
+			}
+			for i := b.End - 1; i >= b.Start; i-- {
+				e := &l.eff[i-fn.Start]
+				if i == b.End-1 && e.Ctrl == effect.Return {
+					live = live.Union(ret)
+				}
+				l.after[i-fn.Start] = live
+				live = transfer(e, live, localCall[i])
+				l.before[i-fn.Start] = live
+			}
+			if live != in[b.Index] {
+				in[b.Index] = live
+				changed = true
+			}
+		}
+	}
+	return l
+}
+
+// Liveness computes liveness for every function of the program. It is
+// interprocedural where the object allows it to matter: what is live at a
+// function's returns includes what its callers in this object keep live
+// across their calls to it (compilers that see both bodies rely on the
+// callee leaving those registers alone), iterated to a fixed point.
+func (p *Program) Liveness() map[*Graph]*Liveness {
+	ret := make(map[*Graph]Live, len(p.Graphs))
+	local := make(map[*Graph]map[int]bool, len(p.Graphs))
+	for _, g := range p.Graphs {
+		ret[g] = retUses
+		m := make(map[int]bool)
+		for _, c := range g.Calls {
+			if c.Callee != nil && !c.Tail {
+				m[c.Inst] = true
+			}
+		}
+		local[g] = m
+	}
+	out := make(map[*Graph]*Liveness, len(p.Graphs))
+	for round := 0; ; round++ {
+		for _, g := range p.Graphs {
+			out[g] = g.liveness(ret[g], local[g])
+		}
+		changed := false
+		for _, g := range p.Graphs {
+			r := retUses
+			for _, s := range p.Callers[g] {
+				if s.Call.Tail {
+					r.Regs |= ret[s.Graph].Regs
+				} else {
+					r.Regs |= out[s.Graph].After(s.Call.Inst).Regs
+				}
+			}
+			if r != ret[g] {
+				ret[g] = r
+				changed = true
+			}
+		}
+		if !changed {
+			return out
+		}
+	}
+}
