@@ -165,7 +165,7 @@ func TestJumpTables(t *testing.T) {
 func TestProblems(t *testing.T) {
 	tests := []struct {
 		name, src, want string
-		cc, file  string
+		cc, file        string
 	}{
 		{"bytes outside functions", ".text\n.globl f\n.type f,@function\nf: ret\n.size f,.-f\n.byte 1,2,3,4,5\n", "belong to no function", "gcc", "a.s"},
 		{"branch into an instruction", ".text\n.globl f\n.type f,@function\nf: jmp 1f+2\n1: movl $1,%eax\nret\n.size f,.-f\n", "not the start of an instruction", "gcc", "b.s"},
