@@ -56,6 +56,9 @@ func (k Kind) String() string {
 // Object is the IBR of one relocatable object.
 type Object struct {
 	File *elfobj.File
+	// Name is the object's file name (or archive(member)), for messages
+	// and for what presets record about it.
+	Name string
 	// Code holds one entry per code section with contents, in section order.
 	Code []*Section
 	// BySection maps an ELF section index to its code section, if any.

@@ -29,7 +29,7 @@ func BenchmarkPadSqlite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, m := range ms {
-			if _, _, err := rewrite.Rewrite(m.Data, rf, presets, nil); err != nil {
+			if _, _, err := rewrite.Rewrite(m.Name, m.Data, rf, presets, nil); err != nil {
 				b.Fatalf("%s: %v", m.Name, err)
 			}
 		}

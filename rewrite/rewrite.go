@@ -6,6 +6,7 @@ package rewrite
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +23,12 @@ type Preset interface {
 	Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error
 }
 
+// Finisher is implemented by presets that emit object-level data after
+// all their functions were instrumented (site tables, constructors).
+type Finisher interface {
+	Finish(o *ibr.Object) error
+}
+
 // Presets maps preset names to implementations.
 type Presets map[string]Preset
 
@@ -31,10 +38,10 @@ type Stats struct {
 	Insertions                   int // instructions with inserted code before them
 }
 
-// Rewrite rewrites the object in data according to rf. Warnings (functions
-// left uninstrumented and why) go to warn. The returned bytes are the new
-// object.
-func Rewrite(data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
+// Rewrite rewrites the object in data, named name, according to rf.
+// Warnings (functions left uninstrumented and why) go to warn. The returned
+// bytes are the new object.
+func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
 	var st Stats
 	if warn == nil {
 		warn = func(string) {}
@@ -47,6 +54,7 @@ func Rewrite(data []byte, rf *rules.File, presets Presets, warn func(string)) ([
 	if err != nil {
 		return nil, st, err
 	}
+	o.Name = name
 	st.Funcs = len(o.Funcs)
 	// Group the selected functions by rule, in rule order.
 	byRule := make(map[*rules.Rule][]*ibr.Func)
@@ -67,6 +75,7 @@ func Rewrite(data []byte, rf *rules.File, presets Presets, warn func(string)) ([
 	for s, names := range skipped {
 		warn(fmt.Sprintf("section %s: %d function(s) not instrumented (%s): %s", s.Elf.Name, len(names), list(names), s.Problem))
 	}
+	var used []Preset
 	for i := range rf.Rules {
 		r := &rf.Rules[i]
 		fns := byRule[r]
@@ -79,6 +88,14 @@ func Rewrite(data []byte, rf *rules.File, presets Presets, warn func(string)) ([
 		}
 		if err := p.Apply(o, fns, r.Params, warn); err != nil {
 			return nil, st, fmt.Errorf("preset %s: %w", r.Preset, err)
+		}
+		used = append(used, p)
+	}
+	for i, p := range used {
+		if fp, ok := p.(Finisher); ok && !slices.Contains(used[:i], p) {
+			if err := fp.Finish(o); err != nil {
+				return nil, st, err
+			}
 		}
 	}
 	for _, s := range o.Code {

@@ -38,7 +38,7 @@ func rewriteFile(t *testing.T, obj string, rf *rules.File) string {
 		t.Fatal(err)
 	}
 	var warnings []string
-	out, _, err := rewrite.Rewrite(data, rf, presets, func(w string) { warnings = append(warnings, w) })
+	out, _, err := rewrite.Rewrite(obj, data, rf, presets, func(w string) { warnings = append(warnings, w) })
 	if err != nil {
 		t.Fatalf("%s: %v", obj, err)
 	}
@@ -115,7 +115,7 @@ func TestIdentity(t *testing.T) {
 	for _, src := range []string{"kitchen.c", "idioms.s"} {
 		obj := testutil.Compile(t, dir, "gcc", "../testdata/src/"+src, "-O2")
 		data, _ := os.ReadFile(obj)
-		out, st, err := rewrite.Rewrite(data, rf, presets, nil)
+		out, st, err := rewrite.Rewrite("test.o", data, rf, presets, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func FuzzRewrite(f *testing.F) {
 	}
 	rf := padRules(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, _, err := rewrite.Rewrite(data, rf, presets, nil)
+		out, _, err := rewrite.Rewrite("test.o", data, rf, presets, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)

@@ -17,11 +17,12 @@ import (
 	"hijack/preset/pad"
 	"hijack/rewrite"
 	"hijack/rules"
+	"hijack/vptrace"
 )
 
 // presets returns the preset implementations of this build.
 func presets() rewrite.Presets {
-	return rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}}
+	return rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}, "vptrace": vptrace.New()}
 }
 
 func cmdRewrite(args []string, stdout, stderr io.Writer) int {
@@ -91,7 +92,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	if archive.IsArchive(data) {
 		res, st, err = rewriteArchive(in, data, rf, max(*jobs, 1), warnFor)
 	} else {
-		res, st, err = rewrite.Rewrite(data, rf, presets(), warnFor(in))
+		res, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, presets(), warnFor(in))
 	}
 	if err != nil {
 		return fail(err)
@@ -132,7 +133,8 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 					results[i] = result{data: ms[i].Data}
 					continue
 				}
-				d, st, err := rewrite.Rewrite(ms[i].Data, rf, ps, warnFor(fmt.Sprintf("%s(%s)", name, ms[i].Name)))
+				member := fmt.Sprintf("%s(%s)", filepath.Base(name), ms[i].Name)
+				d, st, err := rewrite.Rewrite(member, ms[i].Data, rf, ps, warnFor(member))
 				results[i] = result{d, st, err}
 			}
 		}()

@@ -1,0 +1,286 @@
+// Package vptrace implements the vptrace preset: per-thread virtual-page
+// access tracing. It instruments the memory accesses of the blocks whose
+// loop score reaches the threshold T, skips accesses that the page-size
+// estimate H says fall on a page an earlier access of the same block
+// already covers, and inserts for every remaining access a short sequence
+// that computes its page and compares it with the page the same site last
+// recorded in this thread (a TLS slot): only a page change calls the
+// runtime (bin/libvptrace.a). ABI.md in this directory is the contract
+// with the runtime.
+package vptrace
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg"
+	"hijack/elfobj"
+	"hijack/ibr"
+	"hijack/loops"
+	"hijack/rules"
+	"hijack/snippet"
+)
+
+// Preset is the vptrace preset. Its zero value is not usable: use New.
+// One Preset may rewrite many objects concurrently.
+type Preset struct {
+	mu     sync.Mutex
+	states map[*ibr.Object]*objState
+}
+
+// New returns the vptrace preset.
+func New() *Preset { return &Preset{states: make(map[*ibr.Object]*objState)} }
+
+// Descriptor layout (ABI.md).
+const (
+	descSize = 48
+	siteSize = 32
+	magic    = 0x31545056 // "VPT1"
+)
+
+// objState is what the preset accumulates for one object.
+type objState struct {
+	o        *ibr.Object
+	id       uint64
+	suffix   string
+	ie       bool // initial-exec TLS (else local-exec)
+	prog     *cfg.Program
+	analysis *loops.Analysis
+	live     map[*cfg.Graph]*cfg.Liveness
+	sites    []*site
+	strs     strtab
+	secData  int // .vptrace
+	secSlots int // .tbss slots
+	secText  int // .text.vptrace: the constructor
+	b        *snippet.Builder
+}
+
+// Apply selects and instruments the sites of funcs.
+func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+	st, err := p.state(o, params)
+	if err != nil {
+		return err
+	}
+	threshold := params.Float("threshold")
+	pagesize := params.Size("pagesize")
+	skipped := make(map[string]int)
+	for _, fn := range funcs {
+		g := st.prog.ByFunc[fn]
+		sel := &selector{o: o, g: g, a: st.analysis, live: st.live[g], threshold: threshold, pagesize: pagesize,
+			usestack: params.Bool("usestack"), exact: params.Bool("exact"), skipped: skipped}
+		sel.run()
+		for _, s := range sel.sites {
+			if err := st.instrument(s, sel.exact); err != nil {
+				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[s.inst].Off)), err)
+			}
+		}
+	}
+	if len(skipped) > 0 {
+		var parts []string
+		for what, n := range skipped {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+		sort.Strings(parts)
+		warn("vptrace: accesses not traced: " + strings.Join(parts, ", "))
+	}
+	return nil
+}
+
+// state returns the object's state, setting it up on first use: analyses,
+// TLS model, and the symbols the inserted code refers to (added before any
+// code refers to symbols by index, since local symbols renumber).
+func (p *Preset) state(o *ibr.Object, params rules.Params) (*objState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st := p.states[o]; st != nil {
+		return st, nil
+	}
+	f := o.File
+	if f.SymtabNdx == 0 {
+		return nil, fmt.Errorf("vptrace: the object has no symbol table")
+	}
+	h := fnv.New64a()
+	for _, s := range o.Code {
+		h.Write(s.Elf.Data)
+	}
+	h.Write([]byte(o.Name))
+	st := &objState{o: o, id: h.Sum64(), b: snippet.New()}
+	st.suffix = fmt.Sprintf("%016x", st.id)
+	switch params.String("tls") {
+	case "initial-exec":
+		st.ie = true
+	case "local-exec":
+	default:
+		st.ie = isPIC(f)
+	}
+	st.prog = cfg.Build(o)
+	st.analysis = loops.Analyze(st.prog)
+	st.live = st.prog.Liveness()
+	st.strs.add("")
+
+	st.secData = f.AddSection(&elfobj.Section{Name: ".vptrace", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Align: 8})
+	st.secSlots = f.AddSection(&elfobj.Section{Name: ".tbss.vptrace", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_TLS, Align: 8})
+	st.secText = f.AddSection(&elfobj.Section{Name: ".text.vptrace", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Align: 16})
+	local := func(name string, typ elf.SymType, sec int) {
+		f.AddSymbol(elfobj.Symbol{Name: name, Info: byte(elf.STB_LOCAL)<<4 | byte(typ), Shndx: uint32(sec)})
+	}
+	local(st.sym("desc"), elf.STT_OBJECT, st.secData)
+	local(st.sym("sites"), elf.STT_OBJECT, st.secData)
+	local(st.sym("slots"), elf.STT_TLS, st.secSlots)
+	local(st.sym("ctor"), elf.STT_FUNC, st.secText)
+	p.states[o] = st
+	return st, nil
+}
+
+func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
+
+// isPIC reports whether the object was compiled for a shared library: it
+// uses general- or local-dynamic TLS, or reaches its own global variables
+// through the GOT.
+func isPIC(f *elfobj.File) bool {
+	for _, s := range f.Sections {
+		for _, r := range s.Relocs {
+			switch r.Type {
+			case elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_DTPOFF32:
+				return true
+			case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
+				sym := &f.Symbols[r.Sym]
+				if sym.Shndx != elfobj.ShnUndef && sym.Type() == elf.STT_OBJECT && elf.ST_VISIBILITY(sym.Other) == elf.STV_DEFAULT {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Finish writes the object's site table, TLS slots and registration
+// constructor. The rewrite pipeline calls it after every rule ran.
+func (p *Preset) Finish(o *ibr.Object) error {
+	p.mu.Lock()
+	st := p.states[o]
+	delete(p.states, o)
+	p.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	return st.finish()
+}
+
+func (st *objState) finish() error {
+	f := st.o.File
+	n := len(st.sites)
+	name := st.strs.add(st.o.Name)
+	data := make([]byte, descSize+siteSize*n)
+	le := binary.LittleEndian
+	le.PutUint32(data[0:], magic)
+	le.PutUint32(data[4:], 1)
+	le.PutUint32(data[8:], uint32(n))
+	if st.ie {
+		le.PutUint32(data[12:], 1)
+	}
+	// The sites and strings follow in this section: plain offsets.
+	le.PutUint32(data[16:], uint32(descSize-16))
+	le.PutUint32(data[20:], uint32(descSize+siteSize*n-20))
+	le.PutUint32(data[24:], name)
+	le.PutUint32(data[28:], uint32(len(st.strs.data)))
+	le.PutUint64(data[32:], st.id)
+	for k, s := range st.sites {
+		r := data[descSize+siteSize*k:]
+		le.PutUint32(r[0:], st.strs.add(s.fn.Name))
+		sec := s.fn.Section
+		le.PutUint32(r[4:], sec.Insts[s.inst].Off-sec.Insts[s.fn.Start].Off)
+		symName := uint32(0xffffffff)
+		if s.sym != "" {
+			symName = st.strs.add(s.sym)
+		}
+		le.PutUint32(r[8:], symName)
+		le.PutUint32(r[12:], uint32(int32(s.symOff)))
+		kind := s.kind
+		if s.rep {
+			if b := s.acc.Mem.Base; b == x86asm.RSI || b == x86asm.ESI {
+				kind |= repSource
+			} else {
+				kind |= repDest
+			}
+		}
+		r[16] = kind
+		r[17] = s.seg
+		le.PutUint16(r[18:], uint16(s.size))
+		le.PutUint32(r[20:], s.covers)
+		le.PutUint32(r[24:], uint32(s.block))
+		le.PutUint32(r[28:], uint32(s.score*1e6))
+	}
+	data = append(data, st.strs.data...)
+	sec := f.Sections[st.secData]
+	sec.Data = data
+	f.Sections[st.secSlots].Size = uint64(8 * max(n, 1))
+	setSym := func(what string, size uint64) {
+		k := f.FindSymbol(st.sym(what))
+		f.Symbols[k].Size = size
+		if what == "sites" {
+			f.Symbols[k].Value = descSize
+		}
+	}
+	setSym("desc", descSize)
+	setSym("sites", uint64(siteSize*n))
+	setSym("slots", uint64(8*max(n, 1)))
+	return st.addConstructor()
+}
+
+// addConstructor emits `__vpt_ctor_<id>: lea desc(%rip),%rdi; jmp
+// vpt_register` in its own code section and an .init_array entry that
+// runs it.
+func (st *objState) addConstructor() error {
+	f := st.o.File
+	b := st.b
+	b.LeaQ(snippet.RIP(st.sym("desc"), 0), snippet.RDI)
+	b.JmpSym("vpt_register")
+	code, err := b.Assemble()
+	if err != nil {
+		return fmt.Errorf("vptrace: constructor: %w", err)
+	}
+	text := st.secText
+	f.Sections[text].Data = code.Bytes
+	ctor := f.FindSymbol(st.sym("ctor"))
+	f.Symbols[ctor].Size = uint64(len(code.Bytes))
+	var rs []elfobj.Rela
+	for _, r := range code.Relocs {
+		k := f.FindSymbol(r.Sym)
+		if k == 0 {
+			k = f.AddSymbol(elfobj.Symbol{Name: r.Sym, Info: byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_NOTYPE)})
+		}
+		rs = append(rs, elfobj.Rela{Off: uint64(r.Off), Type: r.Type, Sym: k, Addend: r.Addend})
+	}
+	f.AddSection(&elfobj.Section{Name: ".rela.text.vptrace", Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(text), Align: 8, Entsize: 24, Relocs: rs})
+	ia := f.AddSection(&elfobj.Section{Name: ".init_array", Type: elf.SHT_INIT_ARRAY, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Align: 8, Entsize: 8, Data: make([]byte, 8)})
+	f.AddSection(&elfobj.Section{Name: ".rela.init_array", Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(ia), Align: 8, Entsize: 24,
+		Relocs: []elfobj.Rela{{Off: 0, Type: elf.R_X86_64_64, Sym: ctor}}})
+	return nil
+}
+
+// strtab is a string table with deduplication.
+type strtab struct {
+	data []byte
+	idx  map[string]uint32
+}
+
+func (t *strtab) add(s string) uint32 {
+	if t.idx == nil {
+		t.idx = make(map[string]uint32)
+	}
+	if off, ok := t.idx[s]; ok {
+		return off
+	}
+	off := uint32(len(t.data))
+	t.data = append(append(t.data, s...), 0)
+	t.idx[s] = off
+	return off
+}

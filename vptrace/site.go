@@ -1,0 +1,363 @@
+package vptrace
+
+import (
+	"debug/elf"
+	"fmt"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/elfobj"
+	"hijack/ibr"
+	"hijack/ibr/x86len"
+	"hijack/loops"
+)
+
+// Segment classes of an access (struct vpt_site.seg).
+const (
+	segHeap   = 0 // heap or unknown: a pointer in a register
+	segGlobal = 1 // .data, .bss, .rodata: RIP-relative or absolute symbol
+	segStack  = 2 // rsp- or frame-pointer-based
+	segTLS    = 3 // a thread-local variable
+)
+
+// Access kinds (struct vpt_site.kind).
+const (
+	kindRead  = 1
+	kindWrite = 2
+	repSource = 0x10 // a rep string operation's source range, from rsi
+	repDest   = 0x20 // a rep string operation's destination range, from rdi
+)
+
+// site is one instrumented memory access.
+type site struct {
+	fn      *ibr.Func
+	inst    int // instruction index in the section
+	acc     effect.Access
+	kind    uint8
+	seg     uint8
+	size    int
+	covers  uint32
+	block   int
+	score   float64
+	sym     string // variable named by a relocation, if any
+	symOff  int64
+	rel     *relocRef // relocation of the address, if any
+	link    *ibr.Link // same-section RIP-relative reference, if any
+	rep     bool
+	straddl bool // the access may cross a page boundary: check its last byte too
+}
+
+// relocRef is a relocation patching the displacement of the instrumented
+// instruction's memory operand.
+type relocRef struct {
+	typ    elf.R_X86_64
+	sym    uint32
+	addend int64 // the target's offset from the symbol (PC-relative fields: counted from the instruction end)
+}
+
+// groupKey identifies accesses that the page-size estimate H may merge:
+// the same address expression up to the displacement, with no register of
+// it redefined in between.
+type groupKey struct {
+	seg          uint8
+	base, index  x86asm.Reg
+	scale        uint8
+	segment      x86asm.Reg
+	sym          uint32 // symbol for relocated displacements
+	link, linkOK bool
+}
+
+type groupHead struct {
+	site *site
+	disp int64
+}
+
+// selector chooses the sites of one function.
+type selector struct {
+	o          *ibr.Object
+	g          *cfg.Graph
+	a          *loops.Analysis
+	live       *cfg.Liveness
+	threshold  float64
+	pagesize   int64
+	usestack   bool
+	exact      bool
+	framePtr   bool // the function keeps a frame pointer in rbp
+	skipped    map[string]int
+	sites      []*site
+	blockCount int
+}
+
+// select collects the sites of the function's selected blocks.
+func (sel *selector) run() {
+	g := sel.g
+	s := g.Sec
+	sel.framePtr = usesFramePointer(s, g.Func)
+	for _, b := range g.Blocks {
+		info := sel.a.Info(b)
+		if info.Score < sel.threshold {
+			continue
+		}
+		sel.blockCount++
+		heads := make(map[groupKey]*groupHead)
+		for i := b.Start; i < b.End; i++ {
+			in := &s.Insts[i]
+			if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 {
+				continue
+			}
+			e := sel.live.Effect(i)
+			if !e.Known && e.NMem > 0 {
+				sel.skipped["instruction hijack cannot model"]++
+			}
+			for k := 0; k < e.NMem && e.Known; k++ {
+				acc := e.Mem[k]
+				st := sel.classify(i, in, acc)
+				if st == nil {
+					continue
+				}
+				st.block, st.score = b.Index, info.Score
+				if !sel.exact && !st.rep {
+					key, disp, ok := sel.key(st)
+					if ok {
+						if h := heads[key]; h != nil && abs(disp-h.disp) < sel.pagesize {
+							// Same estimated page: the earlier site
+							// stands for this access too (a write
+							// after a read makes it read-write).
+							h.site.covers++
+							h.site.kind |= st.kind
+							continue
+						}
+						heads[key] = &groupHead{st, disp}
+					}
+				}
+				sel.sites = append(sel.sites, st)
+			}
+			// Registers the instruction writes end the groups that use
+			// them; calls and unknown instructions end all.
+			if !e.Known || e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall {
+				clear(heads)
+				continue
+			}
+			if defs := e.Def | e.Partial; defs != 0 {
+				for key := range heads {
+					if regIn(key.base, defs) || regIn(key.index, defs) {
+						delete(heads, key)
+					}
+				}
+			}
+		}
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// regIn reports whether x86asm register r (of any width) is in set.
+func regIn(r x86asm.Reg, set effect.RegSet) bool {
+	n, ok := hwReg(r)
+	return ok && set.Has(n)
+}
+
+// hwReg maps an x86asm general register of any width to its hardware
+// number.
+func hwReg(r x86asm.Reg) (effect.Reg, bool) {
+	switch {
+	case r >= x86asm.RAX && r <= x86asm.R15:
+		return effect.Reg(r - x86asm.RAX), true
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return effect.Reg(r - x86asm.EAX), true
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return effect.Reg(r - x86asm.AX), true
+	}
+	return 0, false
+}
+
+// key returns the group of a site for the H estimate, and its
+// displacement.
+func (sel *selector) key(st *site) (groupKey, int64, bool) {
+	m := st.acc.Mem
+	if st.acc.VSIB || st.acc.BitOffset || st.size == 0 {
+		return groupKey{}, 0, false
+	}
+	k := groupKey{seg: st.seg, base: m.Base, index: m.Index, scale: m.Scale, segment: m.Segment}
+	disp := m.Disp
+	switch {
+	case st.rel != nil:
+		k.sym, disp = st.rel.sym, st.rel.addend
+		k.base = 0
+	case st.link != nil:
+		k.link, k.linkOK = true, true
+		k.base = 0
+		disp = int64(st.link.Target)<<20 + st.link.Delta
+	}
+	return k, disp, true
+}
+
+// usesFramePointer reports whether the function sets up rbp as a frame
+// pointer (push %rbp; mov %rsp,%rbp) near its entry.
+func usesFramePointer(s *ibr.Section, fn *ibr.Func) bool {
+	for i := fn.Start; i < fn.End && i < fn.Start+6; i++ {
+		a := s.Asm(i)
+		if a.Op == x86asm.MOV && a.Args[0] == x86asm.RBP && a.Args[1] == x86asm.RSP {
+			return true
+		}
+	}
+	return false
+}
+
+// classify decides whether an access is traced and describes it.
+func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
+	m := acc.Mem
+	st := &site{fn: sel.g.Func, inst: i, acc: acc, size: acc.Size, covers: 1, sym: "", rep: acc.Rep}
+	if acc.Read {
+		st.kind |= kindRead
+	}
+	if acc.Write {
+		st.kind |= kindWrite
+	}
+	switch {
+	case acc.VSIB:
+		sel.skipped["gather/scatter (VSIB) access"]++
+		return nil
+	case acc.BitOffset:
+		sel.skipped["bit-string access with a register offset"]++
+		return nil
+	}
+	s := sel.g.Sec
+	f := sel.o.File
+	// A relocation on the displacement names the variable.
+	if in.Layout.DispSize == 4 {
+		for _, fr := range in.Relocs {
+			if fr.Off != in.Layout.DispOff {
+				continue
+			}
+			r := f.Sections[fr.Sec].Relocs[fr.Index]
+			switch r.Type {
+			case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX, elf.R_X86_64_GOTTPOFF:
+				// A load from the GOT: not program data (and the
+				// linker may relax it away).
+				return nil
+			case elf.R_X86_64_TPOFF32:
+				st.seg = segTLS
+			case elf.R_X86_64_PC32, elf.R_X86_64_32S, elf.R_X86_64_32:
+				st.seg = segGlobal
+			default:
+				sel.skipped[fmt.Sprintf("address with a %s relocation", r.Type)]++
+				return nil
+			}
+			add := r.Addend
+			if r.Type == elf.R_X86_64_PC32 {
+				add += int64(in.Len) - int64(fr.Off)
+			}
+			st.rel = &relocRef{typ: r.Type, sym: r.Sym, addend: add}
+			st.sym, st.symOff = symbolName(f, r.Sym, add)
+		}
+	}
+	if m.Base == x86asm.RIP && st.rel == nil {
+		if in.Link == nil || in.Link.Kind != ibr.LinkRIP {
+			sel.skipped["RIP-relative operand hijack did not link"]++
+			return nil
+		}
+		st.link = in.Link
+		st.seg = segGlobal
+		if fn := s.FuncAt(in.Link.Target); fn != nil {
+			st.sym = fn.Name
+		}
+	}
+	switch {
+	case st.seg == segTLS:
+	case m.Segment == x86asm.FS || m.Segment == x86asm.GS:
+		if m.Base == 0 && m.Index == 0 {
+			// %fs:const: the thread control block (stack canary,
+			// pointer guard), not program data.
+			return nil
+		}
+		st.seg = segTLS
+	case m.Base == x86asm.RSP || m.Base == x86asm.ESP || (sel.framePtr && (m.Base == x86asm.RBP || m.Base == x86asm.EBP)):
+		st.seg = segStack
+	}
+	if st.seg == segStack && !sel.usestack {
+		return nil
+	}
+	if acc.Rep {
+		st.size = acc.Elem
+	}
+	st.straddl = !acc.Rep && st.size > maxScalar && !alignedByInstruction(sel.g.Sec, i, in) && !sel.aligned(st)
+	return st
+}
+
+// alignedByInstruction reports whether the instruction faults unless its
+// memory operand is aligned to its size: movaps/movapd/movdqa and their
+// VEX/EVEX forms, non-temporal stores, and every legacy SSE instruction
+// with a 16-byte memory operand except the explicitly unaligned ones.
+func alignedByInstruction(s *ibr.Section, i int, in *ibr.Inst) bool {
+	a := s.Asm(i)
+	switch a.Op {
+	case x86asm.MOVAPS, x86asm.MOVAPD, x86asm.MOVDQA, x86asm.VMOVAPS, x86asm.VMOVAPD, x86asm.VMOVDQA,
+		x86asm.VMOVDQA32, x86asm.VMOVDQA64, x86asm.MOVNTPS, x86asm.MOVNTPD, x86asm.MOVNTDQ, x86asm.VMOVNTPS,
+		x86asm.VMOVNTPD, x86asm.VMOVNTDQ, x86asm.MOVNTDQA, x86asm.VMOVNTDQA:
+		return true
+	case x86asm.MOVUPS, x86asm.MOVUPD, x86asm.MOVDQU, x86asm.LDDQU, x86asm.PCMPESTRI, x86asm.PCMPESTRM,
+		x86asm.PCMPISTRI, x86asm.PCMPISTRM, 0:
+		return false
+	}
+	return in.Layout.Escape == x86len.NoEscape && a.MemBytes == 16
+}
+
+// maxScalar is the largest access assumed naturally aligned. C requires
+// scalar objects to be aligned to their size (packed structures and
+// unaligned memcpy loads aside, which straddle a page only within a few
+// bytes of its end), so only wider (vector) accesses are checked for
+// crossing into the next page.
+const maxScalar = 8
+
+// aligned reports whether the access provably stays within one page: its
+// address is a multiple of its size (sizes are powers of two up to 64),
+// as for a vector access to a global whose section alignment, offset and
+// index scale are all multiples of the size.
+func (sel *selector) aligned(st *site) bool {
+	if st.size&(st.size-1) != 0 || st.size > 64 || st.rel == nil || st.acc.Mem.Base != 0 && st.acc.Mem.Base != x86asm.RIP {
+		return false
+	}
+	if st.acc.Mem.Index != 0 && int(st.acc.Mem.Scale)%st.size != 0 {
+		return false
+	}
+	f := sel.o.File
+	sym := &f.Symbols[st.rel.sym]
+	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xffff0000 {
+		return false
+	}
+	sec := f.Sections[sym.Shndx]
+	off := int64(sym.Value) + st.rel.addend
+	return sec.Align >= uint64(st.size) && off%int64(st.size) == 0
+}
+
+// symbolName names the variable at symbol+off: the symbol itself, or for a
+// section symbol the object symbol that covers the offset.
+func symbolName(f *elfobj.File, k uint32, off int64) (string, int64) {
+	sym := &f.Symbols[k]
+	if sym.Type() != elf.STT_SECTION {
+		return sym.Name, off
+	}
+	t := int64(sym.Value) + off
+	best := -1
+	for j := range f.Symbols {
+		o := &f.Symbols[j]
+		if o.Shndx != sym.Shndx || (o.Type() != elf.STT_OBJECT && o.Type() != elf.STT_TLS) {
+			continue
+		}
+		if int64(o.Value) <= t && (t < int64(o.Value+o.Size) || o.Size == 0 && t == int64(o.Value)) {
+			best = j
+		}
+	}
+	if best < 0 {
+		return f.SectionName(int(sym.Shndx)), t
+	}
+	return f.Symbols[best].Name, t - int64(f.Symbols[best].Value)
+}

@@ -1,0 +1,297 @@
+package vptrace
+
+import (
+	"debug/elf"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg/effect"
+	"hijack/ibr"
+	"hijack/snippet"
+)
+
+// redZone is the part of the stack below rsp that leaf functions may use
+// without moving rsp (System V ABI): inserted code steps over it before
+// pushing or calling.
+const redZone = 128
+
+// snippetRegs maps hardware register numbers to the snippet package's.
+var snippetRegs = [16]snippet.Reg{snippet.RAX, snippet.RCX, snippet.RDX, snippet.RBX, snippet.RSP, snippet.RBP, snippet.RSI, snippet.RDI,
+	snippet.R8, snippet.R9, snippet.R10, snippet.R11, snippet.R12, snippet.R13, snippet.R14, snippet.R15}
+
+var regNames = [16]string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
+
+// Placeholder symbol names the snippet assembler sees; converted to
+// symbol indices and same-section links afterwards.
+const (
+	symByIndex = "__hijack_sym_"
+	symLink    = "__hijack_link"
+)
+
+// instrument inserts the tracing code of one site before its instruction
+// (before the prefix the instruction is glued to, if any).
+func (st *objState) instrument(s *site, exact bool) error {
+	sec := s.fn.Section
+	at := s.inst
+	if !sec.CanInsertBefore(at) {
+		if at > s.fn.Start && sec.Insts[at-1].Flags&ibr.Prefix != 0 && sec.CanInsertBefore(at-1) {
+			at--
+		} else {
+			return fmt.Errorf("cannot insert code before the instruction")
+		}
+	}
+	g := st.prog.ByFunc[s.fn]
+	live := st.live[g].Before(s.inst)
+	e := st.live[g].Effect(s.inst)
+	k := len(st.sites)
+	st.sites = append(st.sites, s)
+	sn, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact)
+	if err != nil {
+		return err
+	}
+	return sec.InsertBefore(at, sn)
+}
+
+// code builds the snippet for site k.
+func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool) (*ibr.Snippet, error) {
+	b := st.b
+	// Registers: S holds the page, T the last byte's page or the segment
+	// base, U the TLS slot base (initial-exec); rax holds the saved flags.
+	need := 1
+	if s.straddl || s.acc.Mem.Segment != 0 {
+		need++
+	}
+	if st.ie && !exact {
+		need++
+	}
+	if s.rep {
+		need = 0
+	}
+	var free []effect.Reg
+	var spill []effect.Reg
+	reserved := effect.RegSet(1 << effect.RSP)
+	if flagsLive {
+		reserved |= 1 << effect.RAX
+		if liveRegs.Has(effect.RAX) {
+			spill = append(spill, effect.RAX)
+		}
+	}
+	for r := effect.Reg(0); r < 16 && len(free) < need; r++ {
+		if !reserved.Has(r) && !liveRegs.Has(r) {
+			free = append(free, r)
+		}
+	}
+	// Not enough dead registers: borrow live ones the instruction does not
+	// read (so its address does not depend on them), saved on the stack.
+	for r := effect.Reg(15); len(free) < need; r-- {
+		if r == 0 && (reserved.Has(r) || uses.Has(r) || containsReg(free, r)) {
+			return nil, fmt.Errorf("no register to spare")
+		}
+		if reserved.Has(r) || uses.Has(r) || containsReg(free, r) {
+			continue
+		}
+		free = append(free, r)
+		spill = append(spill, r)
+	}
+	shift := int32(0) // how far rsp moved
+	if len(spill) > 0 {
+		b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+		for _, r := range spill {
+			b.PushQ(snippetRegs[r])
+		}
+		shift = redZone + 8*int32(len(spill))
+	}
+	if flagsLive {
+		b.Seto(snippet.AL)
+		b.Lahf()
+	}
+	slot := func(u effect.Reg) snippet.Operand {
+		if st.ie {
+			return snippet.Mem(snippetRegs[u], int32(8*k)).Seg(snippet.FS)
+		}
+		return snippet.TPOFF(st.sym("slots"), int64(8*k))
+	}
+	var nops []string
+	call := func(stub string) {
+		if shift == 0 {
+			b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+		}
+		b.CallSym(stub)
+		// nopl site(%rip): a no-op that tells the stub its site; its
+		// relocation is added below.
+		label := "site" + strconv.Itoa(len(nops))
+		nops = append(nops, label)
+		b.Label(label)
+		b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+		if shift == 0 {
+			b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+		}
+	}
+	if s.rep {
+		call("vpt_rep")
+	} else {
+		S := free[0]
+		rs := snippetRegs[S]
+		ea, err := st.address(s, shift)
+		if err != nil {
+			return nil, err
+		}
+		b.LeaQ(ea, rs)
+		next := 1
+		if s.acc.Mem.Segment != 0 {
+			T := snippetRegs[free[next]]
+			seg := snippet.FS
+			if s.acc.Mem.Segment == x86asm.GS {
+				seg = snippet.GS
+			}
+			b.MovQ(snippet.Mem(snippet.NoReg, 0).Seg(seg), T)
+			b.LeaQ(snippet.MemIndex(rs, T, 1, 0), rs)
+		}
+		var T snippet.Reg
+		if s.straddl {
+			T = snippetRegs[free[next]]
+			next++
+			b.LeaQ(snippet.Mem(rs, int32(s.size-1)), T)
+			b.ShrQ(snippet.Imm(12), T)
+			b.LeaQ(snippet.Mem(T, 1), T)
+		}
+		b.ShrQ(snippet.Imm(12), rs)
+		b.LeaQ(snippet.Mem(rs, 1), rs)
+		if exact {
+			call("vpt_slow_" + regNames[S])
+		} else {
+			var U effect.Reg
+			if st.ie {
+				U = free[next]
+				b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippetRegs[U])
+			}
+			b.CmpQ(rs, slot(U))
+			b.Jcc(snippet.CondE, "same")
+			call("vpt_slow_" + regNames[S])
+			b.MovQ(rs, slot(U))
+			b.Label("same")
+		}
+		if s.straddl {
+			b.CmpQ(T, rs)
+			b.Jcc(snippet.CondE, "one")
+			call("vpt_slow_" + regNames[free[1]])
+			b.Label("one")
+		}
+	}
+	if flagsLive {
+		b.Bytes(0x04, 0x7f) // add $0x7f,%al: OF back from AL
+		b.Sahf()
+	}
+	if len(spill) > 0 {
+		for i := len(spill) - 1; i >= 0; i-- {
+			b.PopQ(snippetRegs[spill[i]])
+		}
+		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+	}
+	code, err := b.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	sn, err := st.convert(code)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range nops {
+		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[l] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
+	}
+	return sn, nil
+}
+
+func containsReg(rs []effect.Reg, r effect.Reg) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// snippetReg maps an x86asm 64-bit register to the snippet package's.
+func snippetReg(r x86asm.Reg) (snippet.Reg, bool) {
+	if r == 0 {
+		return snippet.NoReg, true
+	}
+	n, ok := hwReg(r)
+	if !ok || r < x86asm.RAX || r > x86asm.R15 {
+		return 0, false
+	}
+	return snippetRegs[n], true
+}
+
+// address returns the memory operand of the site's access for lea, with
+// rsp-relative displacements adjusted by shift (how far the snippet moved
+// rsp), RIP-relative operands referring to the same target and segment
+// overrides left to the caller.
+func (st *objState) address(s *site, shift int32) (snippet.Operand, error) {
+	m := s.acc.Mem
+	switch {
+	case s.rel != nil:
+		name := symByIndex + strconv.FormatUint(uint64(s.rel.sym), 10)
+		if m.Base == x86asm.RIP {
+			return snippet.RIP(name, s.rel.addend), nil
+		}
+		op := snippet.SymAbs(name, s.rel.addend)
+		base, ok1 := snippetReg(m.Base)
+		index, ok2 := snippetReg(m.Index)
+		if !ok1 || !ok2 {
+			return snippet.Operand{}, fmt.Errorf("unsupported address registers %v %v", m.Base, m.Index)
+		}
+		if base != snippet.NoReg {
+			op = op.Base(base)
+		}
+		if index != snippet.NoReg {
+			op = op.Index(index, m.Scale)
+		}
+		return op, nil
+	case s.link != nil:
+		return snippet.RIP(symLink, 0), nil
+	}
+	base, ok1 := snippetReg(m.Base)
+	index, ok2 := snippetReg(m.Index)
+	if !ok1 || !ok2 {
+		return snippet.Operand{}, fmt.Errorf("unsupported address registers %v %v (32-bit addressing?)", m.Base, m.Index)
+	}
+	disp := m.Disp
+	if base == snippet.RSP {
+		disp += int64(shift)
+	}
+	if disp != int64(int32(disp)) {
+		return snippet.Operand{}, fmt.Errorf("displacement %#x out of range", disp)
+	}
+	if index == snippet.NoReg {
+		return snippet.Mem(base, int32(disp)), nil
+	}
+	return snippet.MemIndex(base, index, m.Scale, int32(disp)), nil
+}
+
+// convert turns assembled code into an ibr.Snippet: placeholder symbols
+// become symbol indices, and the link placeholder a same-section link to
+// the site's RIP-relative target.
+func (st *objState) convert(code snippet.Code) (*ibr.Snippet, error) {
+	sn := &ibr.Snippet{Code: code.Bytes}
+	s := st.sites[len(st.sites)-1]
+	for _, r := range code.Relocs {
+		switch {
+		case r.Sym == symLink:
+			// lea disp32 is the last field of the instruction.
+			sn.Links = append(sn.Links, ibr.SnippetLink{Off: r.Off, End: r.Off + 4, Target: s.link.Target, Delta: s.link.Delta})
+		case strings.HasPrefix(r.Sym, symByIndex):
+			k, err := strconv.ParseUint(r.Sym[len(symByIndex):], 10, 32)
+			if err != nil {
+				return nil, err
+			}
+			sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: r.Off, Type: r.Type, SymIndex: uint32(k), Addend: r.Addend})
+		default:
+			sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: r.Off, Type: r.Type, Sym: r.Sym, Addend: r.Addend})
+		}
+	}
+	return sn, nil
+}
