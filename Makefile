@@ -1,0 +1,75 @@
+# hijack — build and test entry points. See README.md.
+#
+#   make build        bin/hijack
+#   make deps         install the packages and Debian sources the tests need
+#   make test         deps + build + unit tests + e2e suite (what CI runs)
+#   make demo         rewrite a small C program with the pad preset, compare runs
+#   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
+#   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
+#   make fuzz-short   every Go fuzz target for FUZZTIME each
+#
+# HIJACK selects the rewriter the e2e suite and the demo drive (default
+# bin/hijack, built first). With HIJACK set to another path nothing is built:
+#   make e2e HIJACK=$PWD/e2e/testdata/fake-hijack
+
+SHELL      := /bin/bash
+GO         ?= go
+HIJACK     ?= $(CURDIR)/bin/hijack
+E2E_FLAGS  ?=
+E2E_TIMEOUT ?= 30m
+E2E_PARALLEL ?= 4
+FUZZTIME   ?= 15s
+export HIJACK
+
+# Build bin/hijack first only when it is the rewriter under test.
+BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
+
+.PHONY: all build deps test unit e2e e2e-short demo bench fuzz-short clean distclean
+
+all: build
+
+build:
+	$(GO) build -o bin/hijack ./cmd/hijack
+
+deps:
+	@scripts/deps.sh
+
+test: deps $(BUILD_IF_DEFAULT)
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
+
+# Unit tests of every package except the e2e suite.
+unit:
+	@pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
+	if [ -n "$$pkgs" ]; then $(GO) test $$pkgs; else echo "unit: no packages yet"; fi
+
+# -count=1: results must never come from the go test cache, which does not
+# notice a rebuilt bin/hijack. The output filter drops the per-subtest noise
+# of -v but keeps failures, skips (with their reasons) and timings.
+# -parallel only bounds how many tests are in flight; the suite itself runs at
+# most E2E_JOBS (default GOMAXPROCS) external processes at a time.
+e2e:
+	@set -o pipefail; $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(E2E_FLAGS) ./e2e 2>&1 | scripts/gotest-filter.sh
+
+e2e-short:
+	@$(MAKE) --no-print-directory e2e E2E_FLAGS='-short $(E2E_FLAGS)'
+
+demo: $(BUILD_IF_DEFAULT)
+	@scripts/demo.sh
+
+# Package benchmarks with go's default bench time; the e2e ones (rewriting
+# whole archives, running original vs rewritten programs) 3 times each.
+bench: $(BUILD_IF_DEFAULT)
+	@pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
+	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -timeout 60m $$pkgs; fi
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 60m ./e2e
+
+fuzz-short:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
+
+clean:
+	rm -rf bin .cache/e2e .cache/demo
+
+# also the csmith, compile and Debian source caches
+distclean: clean
+	rm -rf .cache
