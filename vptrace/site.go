@@ -231,8 +231,9 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 	}
 	s := sel.g.Sec
 	f := sel.o.File
-	// A relocation on the displacement names the variable.
-	if in.Layout.DispSize == 4 {
+	// A relocation on the displacement names the variable (of the
+	// explicit memory operand; implicit stack accesses have none).
+	if in.Layout.DispSize == 4 && acc.Arg >= 0 {
 		for _, fr := range in.Relocs {
 			if fr.Off != in.Layout.DispOff {
 				continue
