@@ -44,8 +44,10 @@ func (l *Liveness) After(i int) Live { return l.after[i-l.g.Func.Start] }
 func (l *Liveness) Effect(i int) *effect.Effect { return &l.eff[i-l.g.Func.Start] }
 
 // Effects computes the effect of every instruction of the function.
-// Elements that are not instructions (data) are unknown; a split-off
-// prefix has no effect of its own.
+// Elements that are not instructions (data) are unknown. A split-off
+// prefix (ibr.Prefix) has no effect of its own when it is a lock or
+// segment prefix; effect.Of makes any other (rep, 66, 67) unknown, since the
+// instruction after it was decoded without it.
 func Effects(g *Graph) []effect.Effect {
 	s, fn := g.Sec, g.Func
 	out := make([]effect.Effect, fn.End-fn.Start)
@@ -54,8 +56,6 @@ func Effects(g *Graph) []effect.Effect {
 		switch {
 		case in.Kind != ibr.Code:
 			out[i-fn.Start] = effect.Effect{Use: effect.AllRegs, Partial: effect.AllRegs, FlagsUse: effect.AllFlags, FlagsMay: effect.AllFlags}
-		case in.Flags&ibr.Prefix != 0:
-			out[i-fn.Start] = effect.Effect{Known: true}
 		default:
 			out[i-fn.Start] = effect.Of(s.Asm(i), &in.Layout, s.Bytes(i))
 		}

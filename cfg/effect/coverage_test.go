@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,6 @@ var handAsmOnly = map[string]string{
 	"lsl":             "segment descriptor access",
 	"verr":            "segment descriptor access",
 	"verw":            "segment descriptor access",
-	"fisttp":          "x87 only in 32-bit-era hand asm",
 	"movdir64b":       "direct stores, not modelled",
 	"movdiri":         "direct stores, not modelled",
 	"wrss":            "CET shadow-stack write",
@@ -124,8 +124,7 @@ var handAsmOnly = map[string]string{
 	"vpshlq":          "AMD XOP",
 	"vprotb":          "AMD XOP",
 	"vprotw":          "AMD XOP",
-	"xlat":            "", // placeholder removed below
-	"(bad)":           "undecodable bytes inside a function (data in code)",
+	"(bad)":           "bytes objdump cannot name: VIA PadLock xsha512 (f3 0f a6 e0)",
 	"loadiwkey":       "Key Locker",
 	"aesenc128kl":     "Key Locker",
 	"aesdec128kl":     "Key Locker",
@@ -147,8 +146,6 @@ var handAsmOnly = map[string]string{
 	"senduipi":        "user interrupts",
 }
 
-func init() { delete(handAsmOnly, "xlat") }
-
 // unknownSite is one instruction Of leaves unknown.
 type unknownSite struct {
 	where string
@@ -161,6 +158,10 @@ type sweepStats struct {
 	unknown  map[string][]unknownSite // key: layout signature
 	sizeless map[string]int           // op with a data access of Size 0
 	problems []string
+	// Cross-check with objdump's operands.
+	crossChecked int
+	crossBad     map[string]int
+	crossEx      []string
 }
 
 // funcRange is a function symbol's extent in its section.
@@ -170,88 +171,164 @@ type funcRange struct {
 }
 
 // sweepArchive decodes every function of every member by linear sweep and
-// computes the effect of every instruction.
-func sweepArchive(t *testing.T, path string, visit func(asm *x86asm.Inst, lay *x86len.Layout, code []byte, e *Effect)) *sweepStats {
+// computes the effect of every instruction; dis, when not nil, is
+// objdump's view of the members for the cross-check.
+func sweepArchive(t *testing.T, path string, dis []objdumpMember) *sweepStats {
+	st := newSweepStats()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		missing(t, fmt.Sprintf("%s: %v", path, err))
+		t.Errorf("%s: %v", path, err)
+		return st
 	}
 	members, err := archive.Read(data)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Errorf("%s: %v", path, err)
+		return st
 	}
-	st := &sweepStats{unknown: map[string][]unknownSite{}, sizeless: map[string]int{}}
-	for _, m := range members {
-		f, err := elf.NewFile(bytes.NewReader(m.Data))
+	if dis != nil && len(dis) != len(members) {
+		t.Errorf("%s: %d members, objdump printed %d", path, len(members), len(dis))
+		dis = nil
+	}
+	for mi, m := range members {
+		var d *objdumpMember
+		if dis != nil {
+			d = &dis[mi]
+		}
+		st.sweepObject(m.Name, m.Data, d)
+	}
+	return st
+}
+
+func newSweepStats() *sweepStats {
+	return &sweepStats{unknown: map[string][]unknownSite{}, sizeless: map[string]int{}, crossBad: map[string]int{}}
+}
+
+// sweepObject sweeps the functions of one ELF object.
+func (st *sweepStats) sweepObject(name string, data []byte, dis *objdumpMember) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	secKey := map[int]string{}
+	occurrence := map[string]int{}
+	for si, sec := range f.Sections {
+		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		secKey[si] = fmt.Sprintf("%s#%d", sec.Name, occurrence[sec.Name])
+		occurrence[sec.Name]++
+	}
+	syms, _ := f.Symbols()
+	funcs := map[int][]funcRange{}
+	dup := map[[3]int]bool{}
+	for _, s := range syms {
+		typ := elf.ST_TYPE(s.Info)
+		if (typ != elf.STT_FUNC && typ != 10) || s.Size == 0 ||
+			s.Section < elf.SHN_UNDEF+1 || int(s.Section) >= len(f.Sections) {
+			continue
+		}
+		k := [3]int{int(s.Section), int(s.Value), int(s.Size)}
+		if dup[k] {
+			continue
+		}
+		dup[k] = true
+		funcs[int(s.Section)] = append(funcs[int(s.Section)], funcRange{s.Name, int(s.Value), int(s.Value + s.Size)})
+	}
+	for si, fr := range funcs {
+		sec := f.Sections[si]
+		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		code, err := sec.Data()
 		if err != nil {
 			continue
 		}
-		for _, sec := range f.Sections {
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
+		var lines, intel map[int]string
+		if dis != nil {
+			lines = dis.sections[secKey[si]]
+			intel = dis.intel[secKey[si]]
 		}
-		syms, _ := f.Symbols()
-		funcs := map[int][]funcRange{}
-		dup := map[[3]int]bool{}
-		for _, s := range syms {
-			typ := elf.ST_TYPE(s.Info)
-			if (typ != elf.STT_FUNC && typ != 10) || s.Size == 0 ||
-				s.Section < elf.SHN_UNDEF+1 || int(s.Section) >= len(f.Sections) {
+		for _, fn := range fr {
+			if fn.end > len(code) {
 				continue
 			}
-			k := [3]int{int(s.Section), int(s.Value), int(s.Size)}
-			if dup[k] {
-				continue
-			}
-			dup[k] = true
-			funcs[int(s.Section)] = append(funcs[int(s.Section)], funcRange{s.Name, int(s.Value), int(s.Value + s.Size)})
-		}
-		for si, fr := range funcs {
-			sec := f.Sections[si]
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			code, err := sec.Data()
-			if err != nil {
-				continue
-			}
-			for _, fn := range fr {
-				if fn.end > len(code) {
+			for off := fn.start; off < fn.end; {
+				lay, asm, err := ibr.Decode(code[off:fn.end])
+				if err != nil {
+					off++
 					continue
 				}
-				for off := fn.start; off < fn.end; {
-					lay, asm, err := ibr.Decode(code[off:fn.end])
-					if err != nil {
-						off++
-						continue
-					}
-					b := code[off : off+lay.Len]
-					e := Of(&asm, &lay, b)
-					st.insns++
-					if msg := checkInvariants(&e); msg != "" && len(st.problems) < 50 {
-						st.problems = append(st.problems, fmt.Sprintf("%s %s+%#x [% x] %v: %s", m.Name, fn.name, off-fn.start, b, asm.Op, msg))
-					}
-					if !e.Known {
-						k := signature(&lay, b)
-						st.unknown[k] = append(st.unknown[k], unknownSite{fmt.Sprintf("%s %s+%#x", m.Name, fn.name, off-fn.start), b})
-					} else {
-						for _, a := range e.Accesses() {
-							if a.Size == 0 && !a.Rep {
-								st.sizeless[asm.Op.String()]++
-							}
+				b := code[off : off+lay.Len]
+				e := Of(&asm, &lay, b)
+				st.insns++
+				where := func() string { return fmt.Sprintf("%s %s+%#x", name, fn.name, off-fn.start) }
+				if msg := checkInvariants(&e); msg != "" && len(st.problems) < 50 {
+					st.problems = append(st.problems, fmt.Sprintf("%s [% x] %v: %s", where(), b, asm.Op, msg))
+				}
+				if !e.Known {
+					k := signature(&lay, b)
+					st.unknown[k] = append(st.unknown[k], unknownSite{where(), b})
+				} else {
+					for _, a := range e.Accesses() {
+						if a.Size == 0 && !a.Rep {
+							st.sizeless[asm.Op.String()]++
 						}
 					}
-					if visit != nil {
-						visit(&asm, &lay, b, &e)
-					}
-					off += lay.Len
 				}
+				if text, ok := lines[off]; ok && e.Known {
+					st.crossChecked++
+					msg := crossCheck(text, &e)
+					if msg == "" {
+						msg = checkSize(intel[off], &e)
+					}
+					if msg != "" {
+						k := asm.Op.String() + ": " + msg
+						if st.crossBad[k] == 0 {
+							st.crossEx = append(st.crossEx, fmt.Sprintf("%s [% x] %q: %s (%v)", where(), b, text, msg, &e))
+						}
+						st.crossBad[k]++
+					}
+				}
+				off += lay.Len
 			}
 		}
-		f.Close()
 	}
-	return st
+}
+
+// unknownNames groups the unknown instructions by objdump mnemonic, with
+// one example each.
+func (st *sweepStats) unknownNames(t *testing.T) (names []string, count map[string]int, example map[string]string) {
+	var keys []string
+	for k := range st.unknown {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	codes := make([][]byte, len(keys))
+	for i, k := range keys {
+		codes[i] = st.unknown[k][0].code
+	}
+	mn := objdumpNames(t, codes)
+	count = map[string]int{}
+	example = map[string]string{}
+	for i, k := range keys {
+		n := mn[i]
+		if n == "" {
+			n = "?" + k
+		}
+		count[n] += len(st.unknown[k])
+		if _, ok := example[n]; !ok {
+			s := st.unknown[k][0]
+			example[n] = fmt.Sprintf("%s [% x] (%s)", s.where, s.code, k)
+		}
+	}
+	for n := range count {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return count[names[i]] > count[names[j]] || count[names[i]] == count[names[j]] && names[i] < names[j]
+	})
+	return names, count, example
 }
 
 // signature groups encodings of the same operation.
@@ -356,6 +433,342 @@ func isPrefixWord(s string) bool {
 	return strings.HasPrefix(s, "rex")
 }
 
+// objdumpMember is objdump's view of one archive member: instruction text
+// by executable section ("name#k" for the k-th section of that name) and
+// offset.
+type objdumpMember struct {
+	name     string
+	sections map[string]map[int]string // AT&T syntax
+	intel    map[string]map[int]string // Intel syntax
+}
+
+// objdumpArchive disassembles an archive or object with objdump, in AT&T
+// and in Intel syntax (which shows memory operand sizes); it may run in
+// any goroutine (it reports failure with t.Errorf and returns nil).
+func objdumpArchive(t *testing.T, path string) []objdumpMember {
+	att := runObjdump(t, path)
+	intel := runObjdump(t, path, "-M", "intel")
+	if att == nil || intel == nil || len(att) != len(intel) {
+		return nil
+	}
+	for i := range att {
+		att[i].intel = intel[i].sections
+	}
+	return att
+}
+
+func runObjdump(t *testing.T, path string, args ...string) []objdumpMember {
+	args = append(append([]string{"-d", "-z", "-w", "--no-show-raw-insn"}, args...), path)
+	out, err := exec.Command("objdump", args...).Output()
+	if err != nil {
+		t.Errorf("objdump %s: %v", path, err)
+		return nil
+	}
+	var res []objdumpMember
+	var cur map[int]string
+	seen := map[string]int{}
+	for _, s := range strings.Split(string(out), "\n") {
+		if i := strings.Index(s, ":     file format "); i > 0 {
+			res = append(res, objdumpMember{name: s[:i], sections: map[string]map[int]string{}})
+			cur = nil
+			clear(seen)
+			continue
+		}
+		if name, ok := strings.CutPrefix(s, "Disassembly of section "); ok && len(res) > 0 {
+			name = strings.TrimSuffix(name, ":")
+			key := fmt.Sprintf("%s#%d", name, seen[name])
+			seen[name]++
+			cur = map[int]string{}
+			res[len(res)-1].sections[key] = cur
+			continue
+		}
+		colon := strings.IndexByte(s, ':')
+		if cur == nil || colon <= 0 || colon+1 >= len(s) || s[colon+1] != '\t' {
+			continue
+		}
+		var off int
+		if _, err := fmt.Sscanf(strings.TrimSpace(s[:colon]), "%x", &off); err != nil {
+			continue
+		}
+		cur[off] = strings.TrimSpace(s[colon+2:])
+	}
+	return res
+}
+
+// intelSizes gives the bytes of objdump's Intel-syntax operand sizes.
+var intelSizes = map[string]int{"BYTE": 1, "WORD": 2, "DWORD": 4, "FWORD": 6, "QWORD": 8, "TBYTE": 10,
+	"XMMWORD": 16, "OWORD": 16, "YMMWORD": 32, "ZMMWORD": 64}
+
+// checkSize compares the size of the first explicit access with the one
+// objdump prints in Intel syntax ("DWORD PTR", "QWORD BCST"); for
+// gathers and scatters objdump prints the element size.
+func checkSize(intel string, e *Effect) string {
+	var a *Access
+	for i := range e.Accesses() {
+		if e.Mem[i].Arg >= 0 {
+			a = &e.Mem[i]
+			break
+		}
+	}
+	if a == nil {
+		return ""
+	}
+	f := strings.FieldsFunc(intel, func(r rune) bool { return r == ' ' || r == ',' })
+	for i := 0; i+1 < len(f); i++ {
+		if f[i+1] != "PTR" && f[i+1] != "BCST" {
+			continue
+		}
+		n, ok := intelSizes[f[i]]
+		if !ok {
+			return ""
+		}
+		got := a.Size
+		if a.VSIB {
+			got = a.Elem
+		}
+		if got != n {
+			return fmt.Sprintf("size %d, objdump %s %s", got, f[i], f[i+1])
+		}
+		return ""
+	}
+	return ""
+}
+
+// attRegs maps AT&T general register names to registers.
+var attRegs = func() map[string]Reg {
+	m := map[string]Reg{}
+	for r := Reg(0); r < 16; r++ {
+		m[r.String()] = r
+	}
+	for i, n := range []string{"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"} {
+		m[n] = Reg(i)
+	}
+	for i, n := range []string{"ax", "cx", "dx", "bx", "sp", "bp", "si", "di"} {
+		m[n] = Reg(i)
+	}
+	for i, n := range []string{"al", "cl", "dl", "bl", "spl", "bpl", "sil", "dil"} {
+		m[n] = Reg(i)
+	}
+	for i, n := range []string{"ah", "ch", "dh", "bh"} {
+		m[n] = Reg(i)
+	}
+	for r := R8; r <= R15; r++ {
+		for _, suf := range []string{"d", "w", "b"} {
+			m[r.String()+suf] = r
+		}
+	}
+	return m
+}()
+
+// crossCheck compares an effect with objdump's text of the instruction:
+// every general register it names must be used or written, and it has a
+// memory operand exactly when the effect has an explicit access (or the
+// instruction computes an address without accessing it).
+func crossCheck(text string, e *Effect) string {
+	f := strings.Fields(text)
+	for len(f) > 1 && isPrefixWord(f[0]) {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	mn := f[0]
+	ops := strings.Join(f[1:], " ")
+	if i := strings.Index(ops, "#"); i >= 0 {
+		ops = ops[:i]
+	}
+	if i := strings.Index(ops, "<"); i >= 0 {
+		ops = ops[:i]
+	}
+	ops = strings.ReplaceAll(ops, "%st(", "%st[")
+	nop := strings.HasPrefix(mn, "nop") || strings.HasPrefix(mn, "bnd") || mn == "xchg" && ops == "%ax,%ax" || strings.HasPrefix(mn, "cldemote")
+	if nop {
+		return ""
+	}
+	all := e.Use | e.Def | e.Partial
+	for _, part := range strings.Split(ops, "%")[1:] {
+		n := part
+		if i := strings.IndexAny(n, ",)(:{} "); i >= 0 {
+			n = n[:i]
+		}
+		if r, ok := attRegs[n]; ok && !all.Has(r) {
+			return fmt.Sprintf("%%%s not in use/def/partial", n)
+		}
+	}
+	// Roles: in AT&T order the last operand is the destination. Address
+	// registers and general-register sources are used; a general
+	// register destination is written (except for comparisons).
+	operands := splitOperands(ops)
+	zeroIdiom := len(operands) == 2 && operands[0] == operands[1] &&
+		(strings.HasPrefix(mn, "xor") || strings.HasPrefix(mn, "sub") || strings.HasPrefix(mn, "sbb") || strings.HasPrefix(mn, "cmp"))
+	for i, o := range operands {
+		if strings.Contains(o, "(") {
+			for _, part := range strings.Split(o, "%")[1:] {
+				n := strings.TrimRight(part, ",)")
+				if r, ok := attRegs[n]; ok && !e.Use.Has(r) {
+					return fmt.Sprintf("address register %%%s not used", n)
+				}
+			}
+			continue
+		}
+		r, ok := attRegs[strings.TrimPrefix(o, "%")]
+		if !ok || !strings.HasPrefix(o, "%") || len(operands) < 2 {
+			continue
+		}
+		last := i == len(operands)-1
+		switch {
+		case last && !readOnlyLast(mn) && !(e.Def | e.Partial).Has(r):
+			return fmt.Sprintf("destination %s not written", o)
+		case !last && !zeroIdiom && !(mn == "mulx" && i == len(operands)-2) && !e.Use.Has(r):
+			return fmt.Sprintf("source %s not used", o)
+		}
+	}
+	textMem := strings.Contains(ops, "(") || strings.Contains(ops, "s:0x") || strings.Contains(ops, "s:-0x")
+	branch := strings.HasPrefix(mn, "j") || strings.HasPrefix(mn, "call") || strings.HasPrefix(mn, "loop") || mn == "xbegin"
+	for _, o := range strings.Split(ops, ",") {
+		// A bare number is an absolute address ([disp32] or moffs).
+		if o = strings.TrimSpace(o); !branch && (strings.HasPrefix(o, "0x") || strings.HasPrefix(o, "-0x")) {
+			textMem = true
+		}
+	}
+	addrOnly := mn == "lea" || strings.HasPrefix(mn, "prefetch") || strings.HasPrefix(mn, "clflush") || mn == "clwb" ||
+		strings.HasPrefix(mn, "vgatherpf") || strings.HasPrefix(mn, "vscatterpf")
+	explicit := false
+	for _, a := range e.Accesses() {
+		if a.Arg >= 0 {
+			explicit = true
+		}
+	}
+	if explicit {
+		if msg := compareAddress(operands, e); msg != "" {
+			return msg
+		}
+	}
+	switch {
+	case textMem && !addrOnly && e.NMem == 0:
+		return "objdump shows a memory operand, no access"
+	case textMem && addrOnly && e.NMem != 0:
+		return "address-only instruction with an access"
+	case explicit && !textMem:
+		return "explicit access but objdump shows no memory operand"
+	}
+	return ""
+}
+
+// compareAddress checks the first explicit access's address against
+// objdump's memory operand: segment, displacement, base, index and scale.
+func compareAddress(operands []string, e *Effect) string {
+	var a *Access
+	for i := range e.Accesses() {
+		if e.Mem[i].Arg >= 0 {
+			a = &e.Mem[i]
+			break
+		}
+	}
+	var mem string
+	for _, o := range operands {
+		if i := strings.IndexByte(o, '{'); i >= 0 {
+			o = o[:i]
+		}
+		if strings.Contains(o, "(") || strings.HasPrefix(o, "0x") || strings.HasPrefix(o, "-0x") || strings.Contains(o, "s:") {
+			mem = o
+			break
+		}
+	}
+	if a == nil || mem == "" {
+		return ""
+	}
+	m := a.Mem
+	seg := ""
+	if i := strings.Index(mem, ":"); i > 0 {
+		seg, mem = strings.TrimPrefix(mem[:i], "%"), mem[i+1:]
+	}
+	wantSeg := map[x86asm.Reg]string{0: "", x86asm.FS: "fs", x86asm.GS: "gs"}[m.Segment]
+	if seg == "fs" || seg == "gs" || wantSeg != "" {
+		if seg != wantSeg {
+			return fmt.Sprintf("segment %q, objdump %q", wantSeg, seg)
+		}
+	}
+	dispText, rest, _ := strings.Cut(mem, "(")
+	var disp int64
+	if dispText != "" {
+		v, err := strconv.ParseInt(dispText, 0, 64)
+		if err != nil {
+			u, err2 := strconv.ParseUint(dispText, 0, 64)
+			if err2 != nil {
+				return ""
+			}
+			v = int64(u)
+		}
+		disp = v
+	}
+	if disp != m.Disp && !(m.Base == 0 && m.Index == 0 && uint32(disp) == uint32(m.Disp)) {
+		return fmt.Sprintf("displacement %#x, objdump %#x", m.Disp, disp)
+	}
+	var base, index string
+	scale := 0
+	if rest != "" {
+		parts := strings.Split(strings.TrimSuffix(rest, ")"), ",")
+		base = strings.TrimPrefix(parts[0], "%")
+		if len(parts) > 1 && parts[1] != "%riz" && parts[1] != "%eiz" {
+			index = strings.TrimPrefix(parts[1], "%")
+			scale = 1
+			if len(parts) > 2 {
+				scale, _ = strconv.Atoi(parts[2])
+			}
+		}
+	}
+	name := func(r x86asm.Reg) string {
+		if r == 0 {
+			return ""
+		}
+		s := strings.ToLower(r.String())
+		for _, v := range [][2]string{{"x", "xmm"}, {"y", "ymm"}, {"z", "zmm"}} {
+			if r >= x86asm.X0 && r <= x86asm.Z31 && strings.HasPrefix(s, v[0]) {
+				return v[1] + s[1:]
+			}
+		}
+		return s
+	}
+	if name(m.Base) != base || name(m.Index) != index || int(m.Scale) != scale {
+		return fmt.Sprintf("address %s, objdump (%s,%s,%d)", memString(m), base, index, scale)
+	}
+	return ""
+}
+
+// splitOperands splits AT&T operands at the commas outside parentheses.
+func splitOperands(ops string) []string {
+	var res []string
+	depth, start := 0, 0
+	for i, c := range ops {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				res = append(res, strings.TrimSpace(ops[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if s := strings.TrimSpace(ops[start:]); s != "" {
+		res = append(res, s)
+	}
+	return res
+}
+
+// readOnlyLast reports whether the mnemonic's last operand is only read.
+func readOnlyLast(mn string) bool {
+	for _, p := range []string{"cmp", "test", "ptest", "vptest", "vtest", "comis", "ucomis", "vcomis", "vucomis", "kortest", "ktest"} {
+		if strings.HasPrefix(mn, p) && !strings.HasPrefix(mn, "cmpxchg") && !strings.HasPrefix(mn, "cmov") {
+			return true
+		}
+	}
+	return mn == "bt" || mn == "btl" || mn == "btq" || mn == "btw" || strings.HasPrefix(mn, "out")
+}
+
 // TestArchiveCoverage sweeps Debian's libc.a, libcrypto.a and libsqlite3.a,
 // reports the instructions Of leaves unknown grouped by mnemonic, and fails
 // on any that is not a known hand-written-assembly-only instruction. It
@@ -364,6 +777,7 @@ func TestArchiveCoverage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
+	t.Parallel()
 	requireTool(t, "objdump")
 	type result struct {
 		path string
@@ -378,50 +792,25 @@ func TestArchiveCoverage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = result{p, sweepArchive(t, p, nil)}
+			results[i] = result{p, sweepArchive(t, p, objdumpArchive(t, p))}
 		}()
 	}
 	wg.Wait()
 	for _, r := range results {
 		st := r.st
-		var keys []string
+		names, count, example := st.unknownNames(t)
 		total := 0
-		for k, v := range st.unknown {
-			keys = append(keys, k)
-			total += len(v)
+		for _, n := range count {
+			total += n
 		}
-		sort.Strings(keys)
-		codes := make([][]byte, len(keys))
-		for i, k := range keys {
-			codes[i] = st.unknown[k][0].code
-		}
-		names := objdumpNames(t, codes)
-		byName := map[string]int{}
-		example := map[string]string{}
-		for i, k := range keys {
-			n := names[i]
-			if n == "" {
-				n = "?" + k
-			}
-			byName[n] += len(st.unknown[k])
-			if _, ok := example[n]; !ok {
-				s := st.unknown[k][0]
-				example[n] = fmt.Sprintf("%s [% x] (%s)", s.where, s.code, k)
-			}
-		}
-		var ns []string
-		for n := range byName {
-			ns = append(ns, n)
-		}
-		sort.Slice(ns, func(i, j int) bool { return byName[ns[i]] > byName[ns[j]] || byName[ns[i]] == byName[ns[j]] && ns[i] < ns[j] })
 		t.Logf("%s: %d instructions, %d unknown (%.4f%%)", filepath.Base(r.path), st.insns, total, 100*float64(total)/float64(max(st.insns, 1)))
-		for _, n := range ns {
+		for _, n := range names {
 			reason, ok := handAsmOnly[n]
 			if !ok {
-				t.Errorf("  unknown %-14s %6d  e.g. %s", n, byName[n], example[n])
+				t.Errorf("  unknown %-14s %6d  e.g. %s", n, count[n], example[n])
 				continue
 			}
-			t.Logf("  unknown %-14s %6d  allowed: %s; e.g. %s", n, byName[n], reason, example[n])
+			t.Logf("  unknown %-14s %6d  allowed: %s; e.g. %s", n, count[n], reason, example[n])
 		}
 		var sz []string
 		for op, n := range st.sizeless {
@@ -433,6 +822,10 @@ func TestArchiveCoverage(t *testing.T) {
 		}
 		for _, p := range st.problems {
 			t.Errorf("  invariant: %s", p)
+		}
+		t.Logf("  cross-checked %d instructions with objdump's operands", st.crossChecked)
+		for _, x := range st.crossEx {
+			t.Errorf("  objdump disagrees: %s", x)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 // status flags and DF (used, defined, left undefined, maybe written),
 // memory accesses with their address expression, size and direction
 // (explicit operands and implicit ones: stack slots, string operations,
-// xlat, save areas), and how it transfers control.
+// xlat, save areas), and how it transfers control. Of computes it for one
+// instruction; see Effect for the invariants clients may rely on.
 //
 // It serves register and flag liveness (the clobber preset destroys what
 // liveness claims dead, so an error here breaks programs) and the memory
@@ -14,14 +15,90 @@
 //
 // Semantics come from golang.org/x/arch/x86/x86asm as package ibr decodes
 // them, with the encoding's exact layout from hijack/ibr/x86len. Where
-// x86asm fails or is wrong (endbr64, adcx/adox, rdssp/incssp,
-// saveprevssp/rstorssp, rdpkru/wrpkru, rdrand/rdseed/rdpid, clwb,
-// clflushopt, hint nops, 3DNow! prefetch, VEX with 67/segment prefixes,
-// vzeroupper), Of reads the bytes itself.
+// x86asm fails or is wrong (endbr64/32, adcx/adox, rdssp/incssp,
+// saveprevssp/rstorssp, rdpkru/wrpkru, serialize, rdrand/rdseed/rdpid,
+// clwb, clflushopt, cldemote, hint nops, 3DNow! prefetch and femms, VEX and
+// EVEX with 67 or segment prefixes, vzeroupper/vzeroall), Of reads the
+// bytes itself. Vector registers (XMM/YMM/ZMM, MMX, x87, AVX-512 masks)
+// are not tracked. Of does not allocate, except for the rare VEX
+// instructions with legacy prefixes that x86asm cannot decode.
 //
-// Vector registers (XMM/YMM/ZMM, MMX, x87, AVX-512 masks) are not
-// tracked. Of does not allocate except for the rare VEX instructions with
-// legacy prefixes that x86asm cannot decode.
+// # Choices
+//
+// Registers:
+//   - 32-bit results define the whole register (they zero-extend); 8- and
+//     16-bit results (including AH..BH) are Partial, and Partial ⊆ Use.
+//   - Writes that may not happen are Partial: cmov with a 16- or 64-bit
+//     destination (a 32-bit cmov always writes, so its destination is Use
+//     and Def), bsf/bsr (the destination is kept for a zero source),
+//     cmpxchg's destination register and RAX, cmpxchg8b/16b's RDX:RAX,
+//     rep lods, rdssp (a nop without shadow stacks), xbegin's EAX (written
+//     on the abort path), string and loop updates with a 67 prefix.
+//   - Zero idioms (xor, sub, sbb and cmp of a 32/64-bit register with
+//     itself) do not use the register.
+//   - Implicit operands: mul/imul/div/idiv (RDX:RAX or AX), cbw..cqo,
+//     cpuid, rdtsc(p), rdpmc, xgetbv, rdpkru/wrpkru, cmpxchg*, pcmpestr*/
+//     pcmpistri (ECX), mulx (RDX), xsave*/xrstor* (EDX:EAX), maskmovdqu
+//     (RDI), string operations (RSI, RDI, RCX with rep, RAX), xlat, loop
+//     and jrcxz (RCX), push/pop/call/ret/enter/leave/pushf/popf (RSP, RBP).
+//   - syscall uses RAX and the argument registers RDI RSI RDX R10 R8 R9 and
+//     all flags (saved in R11), and defines RAX RCX R11. int n (also int3,
+//     int1, into) uses every register and flag, since a signal handler can
+//     read them; int $0x80 may also write RAX and R8-R11.
+//   - Calls report only what the call instruction does (see Effect).
+//
+// Flags:
+//   - Flags the architecture leaves undefined are in FlagsDef and
+//     FlagsUndef: compilers never read them. Some CPUs keep their old
+//     value (the oracle test shows AMD keeping SF ZF AF PF across mul, OF
+//     across tzcnt, ...); a client that must be safe even for code relying
+//     on that can treat only FlagsDef &^ FlagsUndef as killed.
+//   - Shifts and rotates by an immediate count: the count is masked to 5
+//     bits (6 for 64-bit operands); a masked count of 0 changes no flag;
+//     otherwise the flags they write are FlagsDef (OF undefined unless the
+//     count is 1, AF undefined for shifts). By CL the count is unknown, so
+//     those flags are FlagsMay. rcl/rcr use CF. shld/shrd likewise.
+//   - repe/repne cmps and scas may not execute (RCX 0): FlagsMay.
+//   - fcomi/fucomi(p) define ZF PF CF and clear OF SF AF; comis/ucomis,
+//     ptest, vtestp, kortest, ktest, pcmp*str*, popcnt, xtest, rdrand and
+//     rdseed define all six status flags; adcx uses and defines only CF,
+//     adox only OF; BMI1 andn bextr blsi blsmsk blsr and BMI2 bzhi define
+//     them, the other BMI2 instructions (mulx pdep pext rorx sarx shlx
+//     shrx) none. String operations read DF; cld/std, popf define it.
+//
+// Memory:
+//   - Every explicit memory operand is an access with x86asm's size;
+//     stores write only, read-modify-write operands (add to memory, xchg,
+//     xadd, cmpxchg, bts, ...) read and write, comparisons read.
+//   - No access: lea, nop (multi-byte and hint nops), prefetch*, clflush,
+//     clflushopt, clwb, cldemote, gather/scatter prefetches. Their address
+//     registers are used, except for nops (clflush can fault on its
+//     address, so a clobbered register would matter).
+//   - Implicit (in AT&T notation): push/call write -size(%rsp), pop/ret
+//     read (%rsp), pushf/popf likewise, enter (its frame-pointer copies
+//     too), leave reads (%rbp), movs/cmps/lods/stos/scas at (%rsi) and
+//     (%rdi) (a range with rep: see Access.Rep), xlat (%rbx,%al),
+//     maskmovdqu/maskmovq (%rdi) (masked), cmpxchg8b/16b 8 or
+//     16 bytes, fxsave/fxrstor 512 bytes, xsave*/xrstor* of unknown size
+//     (xsave* read and write: they update the header), x87 environments
+//     (28 bytes) and states (108 bytes).
+//   - Masked (may touch only part): AVX-512 operands with an opmask,
+//     vmaskmov/vpmaskmov, maskmovdqu/maskmovq, gathers and scatters (which
+//     are also VSIB: no single address).
+//   - bt/bts/btr/btc with a register bit offset can reach outside the
+//     operand: BitOffset.
+//   - The kernel's accesses during syscall are not reported.
+//
+// Control: see Control. Branch targets are not reported; they are in the
+// x86asm arguments and the layout.
+//
+// Not modelled (Known=false): privileged and I/O instructions, far
+// transfers, segment-descriptor instructions, XOP and 3DNow! arithmetic,
+// VIA PadLock, wrss/wruss, movdiri/movdir64b, enqcmd, user wait
+// (umonitor, umwait, tpause), ptwrite, and anything x86asm cannot decode
+// that is not listed above. The test suite sweeps libc.a, libcrypto.a and
+// libsqlite3.a and gcc/clang output and fails if any instruction outside
+// a short list of hand-written-assembly-only ones is unknown.
 package effect
 
 import (
@@ -48,7 +125,8 @@ type ctx struct {
 
 // Of returns the effect of one instruction: asm is its x86asm decoding as
 // package ibr makes it (Op 0 when x86asm failed; never nil), lay its
-// x86len layout and raw its bytes (at least lay.Len of them).
+// x86len layout and raw its bytes (at least lay.Len of them). It is meant
+// for ibr's Code elements; Data and Pad elements are not instructions.
 //
 // A layout made only of legacy prefixes (ibr's Prefix elements, split off
 // an instruction a branch enters after them) has no effect of its own when
@@ -60,7 +138,10 @@ func Of(asm *x86asm.Inst, lay *x86len.Layout, raw []byte) (e Effect) {
 		e.unknown(nil)
 		return
 	}
-	c := ctx{asm: asm, lay: lay, raw: raw[:lay.Len], dataBytes: 4}
+	// Field by field: a composite literal is built in a temporary and
+	// copied, and the mixed-size stores stall the copy's loads.
+	var c ctx
+	c.asm, c.lay, c.raw, c.dataBytes = asm, lay, raw[:lay.Len], 4
 	c.prefixes()
 	if lay.Prefixes == lay.Len {
 		e.Known = true
@@ -87,23 +168,36 @@ func Of(asm *x86asm.Inst, lay *x86len.Layout, raw []byte) (e Effect) {
 		if lay.Escape == x86len.EVEX && lay.Prefixes+3 < lay.Len {
 			c.evexMask = raw[lay.Prefixes+3]&7 != 0
 		}
-		if asm.Op == 0 {
-			if (lay.Escape == x86len.VEX2 || lay.Escape == x86len.VEX3) && lay.Map == x86len.Map0F && lay.Opcode == 0x77 {
-				// vzeroupper, vzeroall: x86asm may get their length wrong.
-				e.Known = true
-				return
-			}
-			if lay.Escape != x86len.XOP {
-				if inst, ok := c.redecode(); ok {
-					c.asm = &inst
-					e.decoded(&c)
-					return
-				}
-			}
+		if asm.Op == 0 && e.vexFallback(&c) {
+			return
 		}
 	}
 	e.decoded(&c)
 	return
+}
+
+// vexFallback handles VEX/EVEX instructions x86asm did not decode:
+// vzeroupper/vzeroall (x86asm may get their length wrong) and those with
+// legacy prefixes. It is kept out of line: its x86asm.Inst would make Of's
+// frame large.
+//
+//go:noinline
+func (e *Effect) vexFallback(c *ctx) bool {
+	lay := c.lay
+	if (lay.Escape == x86len.VEX2 || lay.Escape == x86len.VEX3) && lay.Map == x86len.Map0F && lay.Opcode == 0x77 {
+		e.Known = true
+		return true
+	}
+	if lay.Escape == x86len.XOP {
+		return false
+	}
+	inst, ok := c.redecode()
+	if !ok {
+		return false
+	}
+	c.asm = &inst
+	e.decoded(c)
+	return true
 }
 
 // decoded computes the effect from x86asm's decoding.
@@ -177,9 +271,11 @@ func to32(r x86asm.Reg) x86asm.Reg {
 	return r
 }
 
-// gpr maps an x86asm register to a general register and its width in
-// bytes (1 for AH..BH too).
-func gpr(r x86asm.Reg) (Reg, int, bool) {
+// GPR maps an x86asm general register of any width (AL, AH, AX, EAX,
+// RAX, R8B, ...) to its 64-bit register and reports its width in bytes
+// (1 for AH..BH too); ok is false for any other register (RIP, segment,
+// vector, mask, x87, ...).
+func GPR(r x86asm.Reg) (reg Reg, width int, ok bool) {
 	switch {
 	case r >= x86asm.AL && r <= x86asm.BL:
 		return Reg(r - x86asm.AL), 1, true
@@ -261,10 +357,10 @@ func (e *Effect) addAccess(a Access) {
 
 // useAddr adds the address registers of m to Use.
 func (e *Effect) useAddr(m x86asm.Mem) {
-	if r, _, ok := gpr(m.Base); ok {
+	if r, _, ok := GPR(m.Base); ok {
 		e.Use |= r.Set()
 	}
-	if r, _, ok := gpr(m.Index); ok {
+	if r, _, ok := GPR(m.Index); ok {
 		e.Use |= r.Set()
 	}
 }
@@ -281,7 +377,7 @@ func (e *Effect) write(r Reg, w int) {
 
 // reg applies an access mode to a register operand.
 func (e *Effect) reg(a x86asm.Reg, mode byte) {
-	r, w, ok := gpr(a)
+	r, w, ok := GPR(a)
 	if !ok {
 		return
 	}
@@ -356,7 +452,7 @@ func nargs(asm *x86asm.Inst) int {
 func (c *ctx) width(a x86asm.Arg) int {
 	switch a := a.(type) {
 	case x86asm.Reg:
-		if _, w, ok := gpr(a); ok {
+		if _, w, ok := GPR(a); ok {
 			return w
 		}
 	case x86asm.Mem:
@@ -428,7 +524,7 @@ func (e *Effect) of(c *ctx) {
 		// fault even when the condition is false). A 32-bit destination
 		// is always written (zero-extended), with the old low half when
 		// the condition is false.
-		if r, w, ok := gpr(regArg(asm.Args[0])); ok {
+		if r, w, ok := GPR(regArg(asm.Args[0])); ok {
 			e.Use |= r.Set()
 			if w == 4 {
 				e.Def |= r.Set()
@@ -483,14 +579,16 @@ func (e *Effect) of(c *ctx) {
 		for i, a := range asm.Args {
 			if m, ok := a.(x86asm.Mem); ok {
 				e.useAddr(m)
+				// Every element is predicated by a mask (a vector register
+				// for AVX2, an opmask for AVX-512).
 				e.addAccess(Access{Arg: i, Mem: c.norm(m), Size: asm.MemBytes, Read: info.kind == kGather,
-					Write: info.kind == kScatter, VSIB: true, Elem: info.elem, Masked: c.evexMask})
+					Write: info.kind == kScatter, VSIB: true, Elem: info.elem, Masked: true})
 			}
 		}
 
 	case kPush:
 		size := 8
-		if c.opsize16 {
+		if c.dataBytes == 2 {
 			size = 2
 		}
 		e.Use |= RSP.Set()
@@ -505,7 +603,7 @@ func (e *Effect) of(c *ctx) {
 
 	case kPop:
 		size := 8
-		if c.opsize16 {
+		if c.dataBytes == 2 {
 			size = 2
 		}
 		e.Use |= RSP.Set()
@@ -517,20 +615,20 @@ func (e *Effect) of(c *ctx) {
 		case x86asm.Mem:
 			if acc := e.mem(c, 0, a, 'w'); acc != nil {
 				acc.Size = size
-				if r, _, _ := gpr(a.Base); a.Base != 0 && r == RSP {
+				if r, _, _ := GPR(a.Base); a.Base != 0 && r == RSP {
 					// The CPU computes the address after incrementing RSP.
 					acc.Mem.Disp += int64(size)
 				}
 			}
 		}
-		if r, _, ok := gpr(regArg(asm.Args[0])); ok && r == RSP {
+		if r, _, ok := GPR(regArg(asm.Args[0])); ok && r == RSP {
 			// pop %rsp: RSP gets the loaded value, not RSP+8.
 			e.Def |= RSP.Set()
 		}
 
 	case kPushf:
 		size := 8
-		if c.opsize16 {
+		if c.dataBytes == 2 {
 			size = 2
 		}
 		e.Use |= RSP.Set()
@@ -540,7 +638,7 @@ func (e *Effect) of(c *ctx) {
 
 	case kPopf:
 		size := 8
-		if c.opsize16 {
+		if c.dataBytes == 2 {
 			size = 2
 		}
 		e.Use |= RSP.Set()
@@ -619,7 +717,7 @@ func (e *Effect) of(c *ctx) {
 		size := 8
 		e.Use |= RBP.Set()
 		e.Def |= RSP.Set()
-		if c.opsize16 {
+		if c.dataBytes == 2 {
 			size = 2
 			e.Partial |= RBP.Set()
 		} else {
@@ -663,7 +761,7 @@ func (e *Effect) zeroIdiom(c *ctx) {
 	if !ok || c.asm.Args[1] != x86asm.Arg(a) {
 		return
 	}
-	if r, w, ok := gpr(a); ok && w >= 4 {
+	if r, w, ok := GPR(a); ok && w >= 4 {
 		e.Use &^= r.Set()
 	}
 }

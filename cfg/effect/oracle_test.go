@@ -39,7 +39,8 @@ import (
 //	small=REG:N  keep REG in 0..N
 //	const=REG:V  fix REG to V
 //	nondet       outputs vary by themselves (rdtsc, cpuid): only (a)
-//	opt          may raise #UD on this CPU (then skipped)
+//	opt          may fault on this CPU (then skipped); forms that raise
+//	             #UD on every sample are skipped too
 //	x87          load two random doubles on the x87 stack first
 var oracleForms = []string{
 	// Arithmetic and logic, all widths, register and memory forms.
@@ -111,7 +112,9 @@ var oracleForms = []string{
 	"rdrand %eax #nondet", "rdrand %rax #nondet", "rdrand %ax #nondet", "rdseed %rcx #nondet", "rdpid %rax #nondet",
 	"xgetbv #const=rcx:0", "rdfsbase %rax #opt", "rdsspq %rax #opt", "rdsspd %eax #opt", "endbr64", "nop", "nopw 0(%rax,%rax,1)",
 	"nopl (%rax)", "pause", "lfence", "mfence", "sfence", "prefetcht0 (%rsi)", "prefetchw (%rsi)", "clflush (%rsi)",
-	"clflushopt (%rsi)", "clwb (%rsi)",
+	"clflushopt (%rsi)", "clwb (%rsi)", "endbr32", "incsspq %rax #opt", "rdpkru #opt #const=rcx:0", "xtest #opt",
+	// Branches whose target is the next instruction: both paths meet.
+	"jne 1f; 1:", "jle 1f; 1:", "loop 1f; 1:", "loope 1f; 1:", "loopne 1f; 1:", "jrcxz 1f; 1:", "jmp 1f; 1:",
 	// ADX, BMI1, BMI2.
 	"adcx %ebx,%eax", "adcx %rbx,%rax", "adox %ebx,%eax", "adox %rbx,%rax", "adcx (%rsi),%rax",
 	"andn %ebx,%ecx,%eax", "andn %rbx,%rcx,%rax", "bextr %ebx,%ecx,%eax", "bextr %rbx,%rcx,%rax", "blsi %ebx,%eax", "blsi %rbx,%rax",
@@ -199,6 +202,7 @@ const (
 // oracle result of one form.
 type oracleResult struct {
 	ok      int
+	sigill  bool // the CPU lacks the instruction
 	changed uint32
 	dep     [24]uint32 // by input: 0-15 registers, 16-22 flags, 23 memory
 }
@@ -246,7 +250,8 @@ struct form { fn_t fn; unsigned char mode[16]; uint64_t val[16]; };
 #include "forms.h"
 
 static sigjmp_buf jb;
-static void handler(int sig) { (void)sig; siglongjmp(jb, 1); }
+static volatile sig_atomic_t lastsig;
+static void handler(int sig) { lastsig = sig; siglongjmp(jb, 1); }
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) { rs ^= rs >> 12; rs ^= rs << 25; rs ^= rs >> 27; return rs * 0x2545f4914f6cdd1dull; }
@@ -286,7 +291,11 @@ static int run(const struct form *f, const struct state *s, struct result *o) {
 	memcpy(g_mem, s->mem, sizeof s->mem);
 	memcpy(g_xmm, s->xmm, sizeof s->xmm);
 	memcpy(g_x87, s->x87, sizeof s->x87);
-	if (sigsetjmp(jb, 1)) return 0;
+	if (sigsetjmp(jb, 1)) {
+		/* The instruction may have set AC or TF (popf): clear them. */
+		__asm__ volatile("pushq $0x202; popfq" ::: "cc", "memory");
+		return 0;
+	}
 	f->fn();
 	memcpy(o->r, g_out, sizeof o->r);
 	o->fl = 0;
@@ -327,7 +336,7 @@ int main(int argc, char **argv) {
 	for (int fi = 0; fi < NFORMS; fi++) {
 		const struct form *f = &forms[fi];
 		uint32_t ch = 0, dep[24] = {0};
-		int ok = 0;
+		int ok = 0, ill = 0;
 		for (int n = 0; n < samples; n++) {
 			for (int i = 0; i < 16; i++) s.r[i] = regval(f, i);
 			s.fl = rnd() & 0x7f;
@@ -335,7 +344,11 @@ int main(int argc, char **argv) {
 			for (int i = 0; i < 64; i += 8) { uint64_t x = randval(); memcpy(s.xmm + i, &x, 8); }
 			for (int i = 0; i < 2; i++) s.x87[i] = (double)(int64_t)randval() / (double)(1 + (rnd() & 0xffff));
 			if (rnd() % 4 == 0) s.x87[1] = s.x87[0];
-			if (!run(f, &s, &o)) continue;
+			lastsig = 0;
+			if (!run(f, &s, &o)) {
+				ill |= lastsig == SIGILL;
+				continue;
+			}
 			ok++;
 			ch |= changed(&s, &o);
 			for (int k = 0; k < 24; k++) {
@@ -353,7 +366,7 @@ int main(int argc, char **argv) {
 				if (run(f, &v, &ov)) dep[k] |= diff(&o, &ov);
 			}
 		}
-		printf("%d %d %x", fi, ok, ch);
+		printf("%d %d %d %x", fi, ok, ill, ch);
 		for (int k = 0; k < 24; k++) printf(" %x", dep[k]);
 		printf("\n");
 	}
@@ -384,7 +397,8 @@ func harnessAsm(i int, f oracleForm) string {
 	for r := Reg(0); r < 16; r++ {
 		fmt.Fprintf(&b, "\tmov %%%s,g_out+%d(%%rip)\n", r, 8*r)
 	}
-	b.WriteString("\tmov saved_rsp(%rip),%rsp\n\tpushfq\n\tpopq g_out+128(%rip)\n\tcld\n")
+	// Save the flags, then reset them all (popf may have set AC or TF).
+	b.WriteString("\tmov saved_rsp(%rip),%rsp\n\tpushfq\n\tpopq g_out+128(%rip)\n\tpushq $0x202\n\tpopfq\n")
 	if f.x87 {
 		b.WriteString("\tfninit\n")
 	}
@@ -399,6 +413,7 @@ func TestOracle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
+	t.Parallel()
 	cc := requireTool(t, "gcc")
 	forms := make([]oracleForm, len(oracleForms))
 	lines := make([]string, len(oracleForms))
@@ -434,6 +449,7 @@ func TestOracle(t *testing.T) {
 		asm.WriteString(harnessAsm(i, f))
 	}
 	hdr.WriteString("static const struct form forms[] = {\n")
+	modes := make([][16]int, len(forms))
 	for i, f := range forms {
 		var mode [16]int
 		var val [16]uint64
@@ -443,12 +459,12 @@ func TestOracle(t *testing.T) {
 		// Address registers point into g_mem (index registers stay
 		// small), also for operands that are not accessed (clflush).
 		for _, m := range addrs[i] {
-			if r, w, ok := gpr(m.Index); ok && w > 1 {
+			if r, w, ok := GPR(m.Index); ok && w > 1 {
 				mode[r], val[r] = modeSmall, 3
 			}
 		}
 		for _, m := range addrs[i] {
-			if r, _, ok := gpr(m.Base); ok {
+			if r, _, ok := GPR(m.Base); ok {
 				pin(r)
 			}
 		}
@@ -463,6 +479,7 @@ func TestOracle(t *testing.T) {
 		for r, v := range f.consts {
 			mode[r], val[r] = modeConst, v
 		}
+		modes[i] = mode
 		fmt.Fprintf(&hdr, "\t{t%d, {", i)
 		for r := range mode {
 			fmt.Fprintf(&hdr, "%d,", mode[r])
@@ -506,16 +523,17 @@ saved_rsp: .quad 0
 	n := 0
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 27 {
+		if len(fs) != 28 {
 			t.Fatalf("oracle output: %q", sc.Text())
 		}
 		i, _ := strconv.Atoi(fs[0])
 		r := &results[i]
 		r.ok, _ = strconv.Atoi(fs[1])
-		v, _ := strconv.ParseUint(fs[2], 16, 32)
+		r.sigill = fs[2] == "1"
+		v, _ := strconv.ParseUint(fs[3], 16, 32)
 		r.changed = uint32(v)
 		for k := 0; k < 24; k++ {
-			v, _ := strconv.ParseUint(fs[3+k], 16, 32)
+			v, _ := strconv.ParseUint(fs[4+k], 16, 32)
 			r.dep[k] = uint32(v)
 		}
 		n++
@@ -523,36 +541,40 @@ saved_rsp: .quad 0
 	if n != len(forms) {
 		t.Fatalf("oracle printed %d results for %d forms", n, len(forms))
 	}
-	checked, skipped := 0, 0
-	var notes []string
+	checked := 0
+	var notes, skipped []string
 	for i, f := range forms {
 		r := &results[i]
 		e := &effects[i]
 		if r.ok < 16 {
-			if f.opt {
-				skipped++
+			if f.opt || r.sigill && r.ok == 0 {
+				skipped = append(skipped, f.asm)
 				continue
 			}
 			t.Errorf("%s: only %d of 96 samples ran", f.asm, r.ok)
 			continue
 		}
 		checked++
-		for _, p := range oracleCheck(f, e, r) {
-			if strings.HasPrefix(p, "note:") {
-				notes = append(notes, fmt.Sprintf("%s: %s", f.asm, p))
+		var formNotes []string
+		for _, p := range oracleCheck(f, e, r, &modes[i]) {
+			if n, ok := strings.CutPrefix(p, "note: "); ok {
+				formNotes = append(formNotes, n)
 				continue
 			}
 			t.Errorf("%s [% x] (%v): %s", f.asm, codes[i], e, p)
 		}
+		if len(formNotes) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %s", f.asm, strings.Join(formNotes, "; ")))
+		}
 	}
-	t.Logf("oracle: %d forms checked, %d skipped (not supported by this CPU)", checked, skipped)
+	t.Logf("oracle: %d forms checked; skipped (not supported by this CPU): %s", checked, strings.Join(skipped, ", "))
 	for _, s := range notes {
 		t.Log(s)
 	}
 }
 
 // oracleCheck compares one form's observed behaviour with its effect.
-func oracleCheck(f oracleForm, e *Effect, r *oracleResult) []string {
+func oracleCheck(f oracleForm, e *Effect, r *oracleResult, mode *[16]int) []string {
 	var probs []string
 	bad := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
 	written := uint32(e.Def|e.Partial) | uint32(e.FlagsDef|e.FlagsMay)<<bitFlags
@@ -568,7 +590,7 @@ func oracleCheck(f oracleForm, e *Effect, r *oracleResult) []string {
 	for k := 0; k < 16; k++ {
 		reg := Reg(k)
 		if e.Use.Has(reg) {
-			if r.dep[k] == 0 && !e.Partial.Has(reg) {
+			if r.dep[k] == 0 && !e.Partial.Has(reg) && (mode[k] == modeRandom || mode[k] == modeSmall) {
 				probs = append(probs, fmt.Sprintf("note: %s in Use never influenced anything", reg))
 			}
 			continue
@@ -581,6 +603,7 @@ func oracleCheck(f oracleForm, e *Effect, r *oracleResult) []string {
 			bad("(c) %s is in Def but its output depends on its input", reg)
 		}
 	}
+	var kept Flags
 	for b := 0; b < 7; b++ {
 		fl := Flags(1 << b)
 		k := bitFlags + b
@@ -592,11 +615,14 @@ func oracleCheck(f oracleForm, e *Effect, r *oracleResult) []string {
 		}
 		if e.FlagsDef&fl != 0 && r.dep[k]&(1<<k) != 0 {
 			if e.FlagsUndef&fl != 0 {
-				probs = append(probs, fmt.Sprintf("note: undefined %v passes through", fl))
+				kept |= fl
 			} else {
 				bad("(b) %v is in FlagsDef but its output depends on its input", fl)
 			}
 		}
+	}
+	if kept != 0 {
+		probs = append(probs, fmt.Sprintf("note: this CPU keeps undefined %v", kept))
 	}
 	if others := r.dep[bitMem] &^ (1 << bitMem); others != 0 && !e.Reads() {
 		bad("(d) memory influences %s but no read is declared", outSet(others))

@@ -28,9 +28,19 @@ func (e *Effect) legacy(c *ctx) bool {
 			}
 			// endbr64/endbr32 (f3 0f 1e fa/fb) and hint nops: nothing.
 			return true
+		case op == 0x18 && (regf >= 4 || mod == 3):
+			// Reserved prefetch hints: nops.
+			e.Known = true
+			return true
+		case op == 0x1c && regf == 0 && mod != 3 && !c.f2 && !c.f3 && !c.opsize16:
+			// cldemote: a cache hint like the prefetches; the address
+			// registers count as used.
+			e.Known = true
+			e.useAddr(c.rawMem())
+			return true
 		case op >= 0x19 && op <= 0x1f:
-			// Hint nops (0f 1f nopw/nopl, cldemote, retired MPX bnd*): no
-			// effect, the memory operand is not accessed.
+			// Hint nops (0f 1f nopw/nopl, retired MPX bnd*): no effect,
+			// the memory operand is not accessed.
 			e.Known = true
 			return true
 		case op == 0x0d:

@@ -368,6 +368,14 @@ type Effect struct {
 	Known bool
 }
 
+// LiveIn returns the registers live before the instruction when out are
+// live after it: Use ∪ (out − Def). Calls and returns get no ABI here.
+func (e *Effect) LiveIn(out RegSet) RegSet { return e.Use | out&^e.Def }
+
+// FlagsLiveIn returns the flags live before the instruction when out are
+// live after it: FlagsUse ∪ (out − FlagsDef).
+func (e *Effect) FlagsLiveIn(out Flags) Flags { return e.FlagsUse | out&^e.FlagsDef }
+
 // Accesses returns the memory accesses, e.Mem[:e.NMem].
 func (e *Effect) Accesses() []Access { return e.Mem[:e.NMem] }
 
@@ -397,18 +405,19 @@ func (e *Effect) Writes() bool {
 func (e Effect) String() string {
 	var parts []string
 	if !e.Known {
+		// The sets are the conservative fill-in; say so briefly.
 		parts = append(parts, "unknown")
 	}
-	if e.Use != 0 {
+	if e.Use != 0 && e.Known {
 		parts = append(parts, "use="+e.Use.String())
 	}
 	if e.Def != 0 {
 		parts = append(parts, "def="+e.Def.String())
 	}
-	if e.Partial != 0 {
+	if e.Partial != 0 && e.Known {
 		parts = append(parts, "partial="+e.Partial.String())
 	}
-	if e.FlagsUse != 0 {
+	if e.FlagsUse != 0 && e.Known {
 		parts = append(parts, "fuse="+e.FlagsUse.String())
 	}
 	if e.FlagsDef != 0 {
@@ -417,7 +426,7 @@ func (e Effect) String() string {
 	if e.FlagsUndef != 0 {
 		parts = append(parts, "fundef="+e.FlagsUndef.String())
 	}
-	if e.FlagsMay != 0 {
+	if e.FlagsMay != 0 && e.Known {
 		parts = append(parts, "fmay="+e.FlagsMay.String())
 	}
 	if e.NMem > 0 {
