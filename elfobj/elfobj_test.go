@@ -24,6 +24,7 @@ func objects(t *testing.T) []string {
 	src := "../testdata/src/"
 	for _, c := range []struct{ cc, src string; flags []string }{
 		{"gcc", "kitchen.c", []string{"-O2", "-g"}},
+		{"gcc", "kitchen.c", []string{"-O1", "-g", "-gz"}}, // SHF_COMPRESSED debug sections
 		{"gcc", "kitchen.c", []string{"-O0", "-ffunction-sections", "-fdata-sections"}},
 		{"clang", "kitchen.c", []string{"-O2", "-fPIC"}},
 		{"g++", "cxx.cpp", []string{"-O2"}},

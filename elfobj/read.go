@@ -245,6 +245,14 @@ func (f *File) checkSection(i int, s *Section) error {
 			return fmt.Errorf("size 0x%x is not a multiple of the entry size", len(s.Data))
 		}
 		target := f.Sections[s.Info]
+		targetLen := target.Len()
+		if target.Flags&elf.SHF_COMPRESSED != 0 {
+			// Offsets count in the uncompressed contents (Elf64_Chdr.ch_size).
+			if len(target.Data) < 24 {
+				return fmt.Errorf("compressed target section %s has no compression header", target.Name)
+			}
+			targetLen = le.Uint64(target.Data[8:])
+		}
 		s.Relocs = make([]Rela, len(s.Data)/relaSize)
 		for k := range s.Relocs {
 			e := s.Data[k*relaSize:]
@@ -257,8 +265,8 @@ func (f *File) checkSection(i int, s *Section) error {
 			if w < 0 {
 				return fmt.Errorf("relocation %d at 0x%x: unsupported type %s", k, r.Off, r.Type)
 			}
-			if target.Type != elf.SHT_NOBITS && (r.Off > target.Len() || uint64(w) > target.Len()-r.Off) {
-				return fmt.Errorf("relocation %d at 0x%x: field beyond the end of %s (size 0x%x)", k, r.Off, target.Name, target.Len())
+			if target.Type != elf.SHT_NOBITS && (r.Off > targetLen || uint64(w) > targetLen-r.Off) {
+				return fmt.Errorf("relocation %d at 0x%x: field beyond the end of %s (size 0x%x)", k, r.Off, target.Name, targetLen)
 			}
 			s.Relocs[k] = r
 		}

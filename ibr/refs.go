@@ -150,7 +150,7 @@ func (o *Object) resolveRefs(relocs map[int][]int) error {
 			if ti < len(c.Insts) {
 				tgt := &c.Insts[ti]
 				ref.Delta = t - int64(tgt.Off)
-				if tgt.Kind == Code && ref.Delta != 0 {
+				if tgt.Kind == Code && ref.Delta != 0 && !debugInfo(f, rs) {
 					c.fail("relocation %s in %s at 0x%x refers to %s, inside an instruction", r.Type, rs.Name, r.Off, c.Where(uint64(t)))
 					continue
 				}
@@ -163,6 +163,14 @@ func (o *Object) resolveRefs(relocs map[int][]int) error {
 		}
 	}
 	return nil
+}
+
+// debugInfo reports whether relocation section rs applies to a section
+// that is not loaded (debug information): its references may point inside
+// an instruction (gcc's DWARF 4 location lists end ranges at the last byte
+// of a call), and keep that offset within the instruction when code moves.
+func debugInfo(f *elfobj.File, rs *elfobj.Section) bool {
+	return int(rs.Info) < len(f.Sections) && f.Sections[rs.Info].Flags&elf.SHF_ALLOC == 0
 }
 
 // tableBase finds the base of the PC-relative jump table that an entry at
