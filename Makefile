@@ -5,6 +5,7 @@
 #   make test         deps + build + unit tests + e2e suite (what CI runs)
 #   make demo         rewrite a small C program with the pad preset, compare runs
 #   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
+#   make e2e-clobber  the differential part of the suite with the clobber preset
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
 #   make fuzz-short   every Go fuzz target for FUZZTIME each
 #
@@ -19,12 +20,12 @@ E2E_FLAGS  ?=
 E2E_TIMEOUT ?= 30m
 E2E_PARALLEL ?= 4
 FUZZTIME   ?= 15s
-export HIJACK
+export HIJACK HIJACK_RULES HIJACK_LDLIBS
 
 # Build bin/hijack first only when it is the rewriter under test.
 BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
 
-.PHONY: all build deps test unit e2e e2e-short demo bench fuzz-short clean distclean
+.PHONY: all build deps test unit e2e e2e-short e2e-clobber demo bench fuzz-short clean distclean
 
 all: build
 
@@ -37,6 +38,13 @@ deps:
 test: deps $(BUILD_IF_DEFAULT)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
+	@$(MAKE) --no-print-directory e2e-clobber
+
+# The differential programs again with the clobber preset: every register
+# and flag liveness calls dead is destroyed before every instruction.
+E2E_DIFF := Csmith|Archive|Upstream|CxxExceptions|Valgrind
+e2e-clobber:
+	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/clobber.yaml E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
 
 # Unit tests of every package except the e2e suite.
 unit:
