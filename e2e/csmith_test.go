@@ -35,6 +35,9 @@ var csmithConfigs = []csmithConfig{
 	{name: "gcc-Os-cet", cc: "gcc", flags: []string{"-Os", "-fomit-frame-pointer", "-fcf-protection"}},
 	{name: "gcc-O2-nopie", cc: "gcc", flags: []string{"-O2", "-fno-pie"}, ldflags: []string{"-no-pie"}},
 	{name: "clang-O2", cc: "clang", flags: []string{"-O2"}},
+	{name: "gcc-O1", cc: "gcc", flags: []string{"-O1"}},
+	{name: "clang-O0", cc: "clang", flags: []string{"-O0"}},
+	{name: "clang-O3", cc: "clang", flags: []string{"-O3"}},
 }
 
 const (
