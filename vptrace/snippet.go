@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/snippet"
@@ -35,17 +36,13 @@ const (
 // (before the prefix the instruction is glued to, if any).
 func (st *objState) instrument(s *site, exact bool) error {
 	sec := s.fn.Section
-	at := s.inst
-	if !sec.CanInsertBefore(at) {
-		if at > s.fn.Start && sec.Insts[at-1].Flags&ibr.Prefix != 0 && sec.CanInsertBefore(at-1) {
-			at--
-		} else {
-			return fmt.Errorf("cannot insert code before the instruction")
-		}
-	}
 	g := st.prog.ByFunc[s.fn]
-	live := st.live[g].Before(s.inst)
-	e := st.live[g].Effect(s.inst)
+	at, ok := st.placement(s, g)
+	if !ok {
+		return fmt.Errorf("cannot insert code before the instruction")
+	}
+	live := st.live[g].Before(at)
+	e := st.live[g].Effect(at)
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
 	sn, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact)
@@ -53,6 +50,46 @@ func (st *objState) instrument(s *site, exact bool) error {
 		return err
 	}
 	return sec.InsertBefore(at, sn)
+}
+
+// placement chooses where a site's code goes: before its instruction (or
+// before the prefix it is glued to), or, when the flags are live there,
+// earlier in its block at the nearest point where they are dead and the
+// registers of the address still hold the values the access will use. The
+// earlier point saves saving and restoring the flags. It never moves code
+// across a call, a branch or an instruction it cannot model, so the access
+// still follows whenever the inserted code runs.
+func (st *objState) placement(s *site, g *cfg.Graph) (int, bool) {
+	sec := s.fn.Section
+	lv := st.live[g]
+	at := s.inst
+	if !sec.CanInsertBefore(at) {
+		if at > s.fn.Start && sec.Insts[at-1].Flags&ibr.Prefix != 0 && sec.CanInsertBefore(at-1) {
+			at--
+		} else {
+			return 0, false
+		}
+	}
+	if lv.Before(at).Flags&effect.Status == 0 || s.rep {
+		return at, true
+	}
+	var addr effect.RegSet
+	for _, r := range []x86asm.Reg{s.acc.Mem.Base, s.acc.Mem.Index} {
+		if n, ok := hwReg(r); ok {
+			addr |= n.Set()
+		}
+	}
+	b := g.BlockOf(s.inst)
+	for j := at - 1; j >= b.Start; j-- {
+		e := lv.Effect(j)
+		if !e.Known || e.Ctrl != effect.None || (e.Def|e.Partial)&addr != 0 {
+			break
+		}
+		if sec.CanInsertBefore(j) && lv.Before(j).Flags&effect.Status == 0 {
+			return j, true
+		}
+	}
+	return at, true
 }
 
 // code builds the snippet for site k.
