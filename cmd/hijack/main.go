@@ -19,6 +19,7 @@ Usage:
                                         rewrite with one preset on every function
   hijack dump [--func GLOB] IN.o        show what hijack understood of IN.o
   hijack analyze [--json|--dot F] IN.o  blocks, loops and scores per function
+  hijack cc [-r RULES] -- CC ARGS...    compiler wrapper: make CC="hijack cc -r R -- gcc"
   hijack help                           this text
 
 Rewrite options:
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return cmdDump(args[1:], stdout, stderr)
 		case "analyze":
 			return cmdAnalyze(args[1:], stdout, stderr)
+		case "cc":
+			return cmdCC(args[1:], stdout, stderr)
 		case "help", "-h", "--help", "-help":
 			fmt.Fprint(stdout, usage)
 			return 0

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+)
+
+func TestParseCC(t *testing.T) {
+	tests := []struct {
+		args    string
+		mode    ccMode
+		output  string
+		sources []int
+	}{
+		{"-O2 -c a.c", modeCompile, "", []int{2}},
+		{"-O2 -c a.c -o x/a.o", modeCompile, "x/a.o", []int{2}},
+		{"-c -I inc -Dx=1 b.cpp -ob.o", modeCompile, "b.o", []int{4}},
+		{"-O2 a.c b.s -o app -lm", modeLink, "app", []int{1, 2}},
+		{"a.o b.o -o app", modeLink, "app", nil},
+		{"-E a.c", modeOther, "", []int{1}},
+		{"-S a.c", modeOther, "", []int{1}},
+		{"--version", modeOther, "", nil},
+		{"-x c - -c -o out.o", modeCompile, "out.o", []int{2}},
+		{"-include pre.h -c a.c", modeCompile, "", []int{3}},
+	}
+	for _, tc := range tests {
+		p := parseCC(strings.Fields(tc.args))
+		if p.mode != tc.mode || p.output != tc.output || !reflect.DeepEqual(p.sources, tc.sources) {
+			t.Errorf("%q: got %+v, want mode %d output %q sources %v", tc.args, p, tc.mode, tc.output, tc.sources)
+		}
+	}
+}
+
+func TestCompileOnlyFlags(t *testing.T) {
+	args := strings.Fields("-O2 -g a.c -Iinc -L/x -lm -Wl,--as-needed -o app b.o -pthread -Xlinker -z -include h.h")
+	got := compileOnlyFlags(args, map[int]bool{2: true})
+	want := strings.Fields("-O2 -g -Iinc -pthread -include h.h")
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// TestCCWrapper builds a program through the wrapper, compile-and-link in
+// one command and separately, and checks the objects were rewritten and
+// the program still works.
+func TestCCWrapper(t *testing.T) {
+	testutil.Need(t, "gcc")
+	dir := t.TempDir()
+	for _, f := range []string{"kitchen.c", "idioms.s", "idioms_main.c"} {
+		b, err := os.ReadFile("../../testdata/src/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	wrap := func(args ...string) string {
+		var out, errb bytes.Buffer
+		wd, _ := os.Getwd()
+		os.Chdir(dir)
+		st := run(append([]string{"cc", "-p", "pad", "--"}, args...), &out, &errb)
+		os.Chdir(wd)
+		if st != 0 {
+			t.Fatalf("hijack cc %v: status %d: %s", args, st, errb.String())
+		}
+		return out.String()
+	}
+	wrap("gcc", "-O2", "-c", "kitchen.c")
+	plain := filepath.Join(dir, "plain.o")
+	if out, err := exec.Command("gcc", "-O2", "-c", filepath.Join(dir, "kitchen.c"), "-o", plain).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "kitchen.o"))
+	b, _ := os.ReadFile(plain)
+	if bytes.Equal(a, b) || len(a) <= len(b) {
+		t.Fatalf("kitchen.o was not rewritten (%d vs %d bytes)", len(a), len(b))
+	}
+	wrap("gcc", "-O2", "idioms.s", "idioms_main.c", "-o", "idm")
+	got := testutil.Run(10e9, filepath.Join(dir, "idm"))
+	if out, err := exec.Command("gcc", "-O2", filepath.Join(dir, "idioms.s"), filepath.Join(dir, "idioms_main.c"), "-o", filepath.Join(dir, "idm0")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := testutil.Run(10e9, filepath.Join(dir, "idm0"))
+	if got != want || got.Exit != 0 {
+		t.Fatalf("wrapped build behaves differently: %+v vs %+v", got, want)
+	}
+	if v := wrap("gcc", "--version"); !strings.Contains(v, "gcc") {
+		t.Fatalf("--version not passed through: %q", v)
+	}
+}
