@@ -168,9 +168,8 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 	for _, idx := range idxs {
 		m := maps[idx]
 		var added []elfobj.Rela
-		for i := range m.sec.Insts {
-			pos := m.group[i]
-			for _, sn := range m.sec.Insts[i].Before {
+		add := func(pos uint64, sns []*ibr.Snippet) {
+			for _, sn := range sns {
 				for _, r := range sn.Relocs {
 					k, ok := r.SymIndex, r.SymIndex != 0
 					if !ok {
@@ -183,6 +182,10 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 				}
 				pos += uint64(len(sn.Code))
 			}
+		}
+		for i := range m.sec.Insts {
+			add(m.group[i], m.sec.Insts[i].Before)
+			add(m.after[i], m.sec.Insts[i].After)
 		}
 		if len(added) == 0 {
 			continue

@@ -19,6 +19,8 @@ type codeMap struct {
 	group []uint64
 	// inst[i] is the new offset of instruction i's own bytes.
 	inst []uint64
+	// after[i] is the new offset of the code inserted after instruction i.
+	after []uint64
 	// grown marks short branches re-encoded in a longer form.
 	grown []bool
 	// align and phase: instruction i must start at an offset congruent to
@@ -36,6 +38,7 @@ func newCodeMap(s *ibr.Section) *codeMap {
 		sec:   s,
 		group: make([]uint64, n+1),
 		inst:  make([]uint64, n),
+		after: make([]uint64, n),
 		grown: make([]bool, n),
 		align: make([]uint64, n),
 		phase: make([]uint64, n),
@@ -104,6 +107,10 @@ func (m *codeMap) place() {
 		}
 		m.inst[i] = pos
 		pos += m.encLen(i)
+		m.after[i] = pos
+		for _, sn := range insts[i].After {
+			pos += uint64(len(sn.Code))
+		}
 	}
 	m.group[len(insts)] = pos
 }
@@ -199,7 +206,6 @@ func FillNops(b []byte) {
 // code is copied in.
 func (m *codeMap) write() ([]byte, error) {
 	insts := m.sec.Insts
-	old := m.sec.Elf.Data
 	out := make([]byte, m.group[len(insts)])
 	var end uint64
 	for i := range insts {
@@ -207,48 +213,71 @@ func (m *codeMap) write() ([]byte, error) {
 		FillNops(out[end:m.group[i]])
 		pos := m.group[i]
 		for _, sn := range in.Before {
-			copy(out[pos:], sn.Code)
-			for _, l := range sn.Links {
-				d := int64(m.addr(l.Target, l.Delta)) - int64(pos+uint64(l.End))
-				if err := putDisp(out[pos+uint64(l.Off):pos+uint64(l.Off)+4], d); err != nil {
-					return nil, fmt.Errorf("%s: inserted code: %v", m.sec.Where(uint64(in.Off)), err)
-				}
+			if err := m.writeSnippet(out, pos, sn, i); err != nil {
+				return nil, err
 			}
 			pos += uint64(len(sn.Code))
 		}
-		end = m.inst[i] + m.encLen(i)
-		switch in.Kind {
-		case ibr.Pad:
-			continue
-		case ibr.Data:
-			copy(out[pos:], old[in.Off:in.End()])
-			continue
+		if err := m.writeInst(out, i); err != nil {
+			return nil, err
 		}
-		dst := out[pos:end]
-		src := old[in.Off:in.End()]
-		if m.grown[i] {
-			if err := m.writeGrown(i, dst, src); err != nil {
+		pos = m.after[i]
+		for _, sn := range in.After {
+			if err := m.writeSnippet(out, pos, sn, i); err != nil {
 				return nil, err
 			}
-			continue
+			pos += uint64(len(sn.Code))
 		}
-		copy(dst, src)
-		if in.Link == nil {
-			continue
-		}
-		var off, size int
-		if in.Link.Kind == ibr.LinkBranch {
-			off, size = in.Layout.RelOff, in.Layout.RelSize
-		} else {
-			off, size = in.Layout.DispOff, in.Layout.DispSize
-		}
-		d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(end)
-		if err := putDisp(dst[off:off+size], d); err != nil {
-			return nil, fmt.Errorf("%s: %v", m.sec.Where(uint64(in.Off)), err)
-		}
+		end = pos
 	}
 	FillNops(out[end:])
 	return out, nil
+}
+
+// writeSnippet copies inserted code to pos and resolves its links.
+func (m *codeMap) writeSnippet(out []byte, pos uint64, sn *ibr.Snippet, i int) error {
+	copy(out[pos:], sn.Code)
+	for _, l := range sn.Links {
+		d := int64(m.addr(l.Target, l.Delta)) - int64(pos+uint64(l.End))
+		if err := putDisp(out[pos+uint64(l.Off):pos+uint64(l.Off)+4], d); err != nil {
+			return fmt.Errorf("%s: inserted code: %v", m.sec.Where(uint64(m.sec.Insts[i].Off)), err)
+		}
+	}
+	return nil
+}
+
+// writeInst writes element i's own bytes, re-encoding its link.
+func (m *codeMap) writeInst(out []byte, i int) error {
+	in := &m.sec.Insts[i]
+	old := m.sec.Elf.Data
+	pos, end := m.inst[i], m.inst[i]+m.encLen(i)
+	switch in.Kind {
+	case ibr.Pad:
+		return nil
+	case ibr.Data:
+		copy(out[pos:], old[in.Off:in.End()])
+		return nil
+	}
+	dst := out[pos:end]
+	src := old[in.Off:in.End()]
+	if m.grown[i] {
+		return m.writeGrown(i, dst, src)
+	}
+	copy(dst, src)
+	if in.Link == nil {
+		return nil
+	}
+	var off, size int
+	if in.Link.Kind == ibr.LinkBranch {
+		off, size = in.Layout.RelOff, in.Layout.RelSize
+	} else {
+		off, size = in.Layout.DispOff, in.Layout.DispSize
+	}
+	d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(end)
+	if err := putDisp(dst[off:off+size], d); err != nil {
+		return fmt.Errorf("%s: %v", m.sec.Where(uint64(in.Off)), err)
+	}
+	return nil
 }
 
 // writeGrown writes the long form of short branch i.

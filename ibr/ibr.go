@@ -128,6 +128,10 @@ type Inst struct {
 	Link *Link
 	// Flags mark the split-prefix idiom, see Prefix and Glued.
 	Flags Flags
+	// After holds code inserted after the instruction, run only when
+	// control falls through from it to the next element (branches to the
+	// next element skip it): code on a fall-through edge.
+	After []*Snippet
 	// Before holds code inserted before the instruction, in order.
 	// Control that reaches the instruction (fall-through, branches,
 	// symbols, jump tables, landing pads) reaches the inserted code first.
@@ -147,6 +151,28 @@ const (
 	// before it, or the prefix would apply to the inserted code.
 	Glued
 )
+
+// InsertAfter inserts code after instruction i, on the fall-through path
+// to the next element only. Code inserted earlier runs first. The caller
+// must know that i can fall through; i must not be a prefix glued to the
+// next instruction.
+func (s *Section) InsertAfter(i int, sn *Snippet) error {
+	if !s.Rewritable() {
+		return fmt.Errorf("section %s is not rewritable: %s", s.Elf.Name, s.Problem)
+	}
+	if i < 0 || i+1 >= len(s.Insts) || s.Insts[i].Kind != Code || s.Insts[i].Flags&Prefix != 0 {
+		return fmt.Errorf("section %s: cannot insert after element %d", s.Elf.Name, i)
+	}
+	if err := s.checkSnippet(i, sn); err != nil {
+		return err
+	}
+	in := &s.Insts[i]
+	if len(in.Before) == 0 && len(in.After) == 0 {
+		s.Insertions++
+	}
+	in.After = append(in.After, sn)
+	return nil
+}
 
 // CanInsertBefore reports whether code may be inserted before instruction
 // i.
@@ -272,6 +298,20 @@ func (s *Section) InsertBefore(i int, sn *Snippet) error {
 	if s.Insts[i].Flags&Glued != 0 {
 		return fmt.Errorf("%s: cannot insert between a prefix and its instruction", s.Where(uint64(s.Insts[i].Off)))
 	}
+	if err := s.checkSnippet(i, sn); err != nil {
+		return err
+	}
+	in := &s.Insts[i]
+	if len(in.Before) == 0 && len(in.After) == 0 {
+		s.Insertions++
+	}
+	in.Before = append(in.Before, sn)
+	return nil
+}
+
+// checkSnippet validates the relocations and links of code to insert at
+// instruction i.
+func (s *Section) checkSnippet(i int, sn *Snippet) error {
 	for _, r := range sn.Relocs {
 		w := elfobj.RelocSize(r.Type)
 		if w < 0 || r.Off < 0 || r.Off+w > len(sn.Code) {
@@ -283,10 +323,5 @@ func (s *Section) InsertBefore(i int, sn *Snippet) error {
 			return fmt.Errorf("section %s+0x%x: inserted code has a bad link at %d", s.Elf.Name, s.Insts[i].Off, l.Off)
 		}
 	}
-	in := &s.Insts[i]
-	if len(in.Before) == 0 {
-		s.Insertions++
-	}
-	in.Before = append(in.Before, sn)
 	return nil
 }

@@ -76,7 +76,7 @@ func TestDifferential(t *testing.T) {
 			prog{"idioms", "gcc", []string{"idioms.s", "idioms_main.c"}, fl, ld},
 		)
 	}
-	for _, preset := range []string{"pad", "clobber"} {
+	for _, preset := range []string{"pad", "pad-after", "clobber"} {
 		for _, p := range progs {
 			t.Run(preset+"/"+p.name+"/"+p.cc+strings.Join(p.flags, ""), func(t *testing.T) {
 				t.Parallel()
@@ -88,7 +88,13 @@ func TestDifferential(t *testing.T) {
 				for _, src := range p.srcs {
 					obj := testutil.Compile(t, dir, p.cc, "../testdata/src/"+src, p.flags...)
 					orig = append(orig, obj)
-					padded = append(padded, rewriteFile(t, obj, presetRules(t, preset, "seed=3")))
+					var rf *rules.File
+				if preset == "pad-after" {
+					rf = presetRules(t, "pad", "seed=5", "after=true")
+				} else {
+					rf = presetRules(t, preset, "seed=3")
+				}
+				padded = append(padded, rewriteFile(t, obj, rf))
 				}
 				testutil.Link(t, p.cc, filepath.Join(dir, "a"), append(orig, p.ldflags...)...)
 				testutil.Link(t, p.cc, filepath.Join(dir, "b"), append(padded, p.ldflags...)...)

@@ -52,6 +52,8 @@
 //
 //	seed      int, default 1        seeds the pseudo-random choice of NOP lengths
 //	maxlen    int 1..15, default 15 longest NOP to insert, in bytes
+//	after     bool, default false    also insert NOPs after every instruction
+//	                                 that can fall through, on that path only
 //
 // vptrace — virtual-page access tracing:
 //

@@ -15,6 +15,8 @@ func DefaultRegistry() Registry {
 					"seeds the pseudo-random choice of NOP lengths"),
 				IntParam("maxlen", 15, 1, 15,
 					"longest NOP to insert, in bytes"),
+				BoolParam("after", false,
+					"also insert NOPs after every instruction that can fall through, on the fall-through path only (exercises code on edges)"),
 			},
 		},
 		{

@@ -105,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"params string", rule("preset: pad", "params: seed"), 4, `rule 1: params of preset pad: want a mapping, got string "seed"`},
 		{"unknown param", "version: 1\nrules:\n  - preset: vptrace\n    functions: [\"*\"]\n    exclude: []\n    params:\n      treshold: 0.0\n", 7,
 			`rule 1: unknown key "treshold" in params of preset vptrace (` + vpKeys + ")"},
-		{"unknown param pad", pad("threshold: 0"), 5, `rule 1: unknown key "threshold" in params of preset pad (known: seed, maxlen)`},
+		{"unknown param pad", pad("threshold: 0"), 5, `rule 1: unknown key "threshold" in params of preset pad (known: seed, maxlen, after)`},
 		{"param of other preset", rule("preset: clobber", "params: {maxlen: 3}"), 4, `rule 1: unknown key "maxlen" in params of preset clobber (known: seed)`},
 		{"duplicate param", vp("threshold: 0", "usestack: true", "threshold: 1"), 7, `rule 1: duplicate key "threshold" in params of preset vptrace (first at line 5)`},
 

@@ -8,6 +8,7 @@ package pad
 import (
 	"math/rand/v2"
 
+	"hijack/cfg/effect"
 	"hijack/emit"
 	"hijack/ibr"
 	"hijack/rules"
@@ -29,16 +30,31 @@ func (Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn 
 		emit.FillNops(code)
 		snips[n] = &ibr.Snippet{Code: code}
 	}
+	after := params.Bool("after")
 	for _, fn := range funcs {
 		s := fn.Section
 		for i := fn.Start; i < fn.End; i++ {
-			if !s.CanInsertBefore(i) {
-				continue
+			if s.CanInsertBefore(i) {
+				if err := s.InsertBefore(i, snips[1+rng.IntN(maxlen)]); err != nil {
+					return err
+				}
 			}
-			if err := s.InsertBefore(i, snips[1+rng.IntN(maxlen)]); err != nil {
-				return err
+			if after && i+1 < fn.End && fallsThrough(s, i) {
+				if err := s.InsertAfter(i, snips[1+rng.IntN(maxlen)]); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// fallsThrough reports whether instruction i may continue with the next
+// one (and is not a prefix glued to it).
+func fallsThrough(s *ibr.Section, i int) bool {
+	in := &s.Insts[i]
+	if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 {
+		return false
+	}
+	return effect.Of(s.Asm(i), &in.Layout, s.Bytes(i)).Ctrl.FallsThrough()
 }
