@@ -89,12 +89,12 @@ func TestDifferential(t *testing.T) {
 					obj := testutil.Compile(t, dir, p.cc, "../testdata/src/"+src, p.flags...)
 					orig = append(orig, obj)
 					var rf *rules.File
-				if preset == "pad-after" {
-					rf = presetRules(t, "pad", "seed=5", "after=true")
-				} else {
-					rf = presetRules(t, preset, "seed=3")
-				}
-				padded = append(padded, rewriteFile(t, obj, rf))
+					if preset == "pad-after" {
+						rf = presetRules(t, "pad", "seed=5", "after=true")
+					} else {
+						rf = presetRules(t, preset, "seed=3")
+					}
+					padded = append(padded, rewriteFile(t, obj, rf))
 				}
 				testutil.Link(t, p.cc, filepath.Join(dir, "a"), append(orig, p.ldflags...)...)
 				testutil.Link(t, p.cc, filepath.Join(dir, "b"), append(padded, p.ldflags...)...)

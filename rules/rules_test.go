@@ -221,7 +221,7 @@ func TestParseValues(t *testing.T) {
 		{"pad defaults", rule("preset: pad"), func(t *testing.T, p Params) {
 			eq(t, p.Int("seed"), int64(1))
 			eq(t, p.Int("maxlen"), int64(15))
-			eq(t, p.Names(), []string{"seed", "maxlen"})
+			eq(t, p.Names(), []string{"seed", "maxlen", "after"})
 		}},
 		{"clobber defaults", rule("preset: clobber"), func(t *testing.T, p Params) {
 			eq(t, p.Int("seed"), int64(1))
@@ -454,7 +454,7 @@ func TestDefault(t *testing.T) {
 	if !ok || r.Preset != "pad" {
 		t.Fatalf("Match = %+v, %v", r, ok)
 	}
-	eq(t, r.Params.Canonical(), "seed=1 maxlen=15")
+	eq(t, r.Params.Canonical(), "seed=1 maxlen=15 after=false")
 	eq(t, r.Functions, []string(nil))
 	eq(t, f.Version, 1)
 
