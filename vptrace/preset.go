@@ -76,8 +76,15 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 		sel := &selector{o: o, g: g, a: st.analysis, live: st.live[g], threshold: threshold, pagesize: pagesize,
 			usestack: params.Bool("usestack"), exact: params.Bool("exact"), skipped: skipped}
 		sel.run()
+		infos := make(map[*loops.Loop]*loopInfo)
 		for _, s := range sel.sites {
-			if err := st.instrument(s, sel.exact); err != nil {
+			var err error
+			if sw := sel.findSweep(s, infos); sw != nil {
+				err = st.instrumentSweep(sw)
+			} else {
+				err = st.instrument(s, sel.exact)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[s.inst].Off)), err)
 			}
 		}

@@ -28,6 +28,7 @@ const (
 	kindWrite = 2
 	repSource = 0x10 // a rep string operation's source range, from rsi
 	repDest   = 0x20 // a rep string operation's destination range, from rdi
+	kindRange = 0x40 // a sweep: reported as one range per loop run (vpt_range)
 )
 
 // site is one instrumented memory access.

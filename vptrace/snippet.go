@@ -92,6 +92,113 @@ func (st *objState) placement(s *site, g *cfg.Graph) (int, bool) {
 	return at, true
 }
 
+// instrumentSweep inserts the code of a sweep: at every loop entry the
+// address of the first access goes to the site's TLS slot; at every exit
+// the runtime records the range from it to the last access.
+func (st *objState) instrumentSweep(sw *sweep) error {
+	s := sw.site
+	sec := s.fn.Section
+	lv := st.live[st.prog.ByFunc[s.fn]]
+	k := len(st.sites)
+	st.sites = append(st.sites, s)
+	s.kind |= kindRange
+	put := func(e edgePoint, delta int64, exit bool) error {
+		live := lv.Before(e.inst)
+		if e.after {
+			live = lv.After(e.inst)
+		}
+		sn, err := st.sweepCode(s, k, live.Regs, delta, exit)
+		if err != nil {
+			return err
+		}
+		if e.after {
+			return sec.InsertAfter(e.inst, sn)
+		}
+		return sec.InsertBefore(e.inst, sn)
+	}
+	for _, e := range sw.entries {
+		if err := put(e, sw.first, false); err != nil {
+			return err
+		}
+	}
+	for _, e := range sw.exits {
+		if err := put(e.edgePoint, e.last, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepCode builds the entry (exit false) or exit code of sweep site k.
+// It changes no flags.
+func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int64, exit bool) (*ibr.Snippet, error) {
+	b := st.b
+	need := 1
+	if exit {
+		need = 2
+	}
+	if st.ie {
+		need++
+	}
+	free, borrowed, err := pickRegs(need, liveRegs, 1<<effect.RSP, 0)
+	if err != nil {
+		return nil, err
+	}
+	shift := int32(0)
+	if exit || len(borrowed) > 0 {
+		b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+		shift = redZone
+	}
+	for _, r := range borrowed {
+		b.PushQ(snippetRegs[r])
+		shift += 8
+	}
+	ea, err := st.address(s, shift, delta)
+	if err != nil {
+		return nil, err
+	}
+	S := snippetRegs[free[0]]
+	b.LeaQ(ea, S)
+	slot := snippet.TPOFF(st.sym("slots"), int64(8*k))
+	if st.ie {
+		U := snippetRegs[free[need-1]]
+		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
+		slot = snippet.Mem(U, int32(8*k)).Seg(snippet.FS)
+	}
+	label := ""
+	if !exit {
+		b.MovQ(S, slot)
+	} else {
+		T := snippetRegs[free[1]]
+		b.MovQ(slot, T)
+		b.PushQ(T) // first address
+		b.PushQ(S) // last address
+		b.CallSym("vpt_range")
+		label = "site0"
+		b.Label(label)
+		b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+		b.LeaQ(snippet.Mem(snippet.RSP, 16), snippet.RSP)
+	}
+	for i := len(borrowed) - 1; i >= 0; i-- {
+		b.PopQ(snippetRegs[borrowed[i]])
+	}
+	if shift > 0 {
+		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+	}
+	code, err := b.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	sn, err := st.convert(code)
+	if err != nil {
+		return nil, err
+	}
+	if label != "" {
+		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[label] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
+	}
+	return sn, nil
+}
+
 // code builds the snippet for site k.
 func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool) (*ibr.Snippet, error) {
 	b := st.b
@@ -107,32 +214,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if s.rep {
 		need = 0
 	}
-	var free []effect.Reg
-	var spill []effect.Reg
 	reserved := effect.RegSet(1 << effect.RSP)
+	var spill []effect.Reg
 	if flagsLive {
 		reserved |= 1 << effect.RAX
 		if liveRegs.Has(effect.RAX) {
 			spill = append(spill, effect.RAX)
 		}
 	}
-	for r := effect.Reg(0); r < 16 && len(free) < need; r++ {
-		if !reserved.Has(r) && !liveRegs.Has(r) {
-			free = append(free, r)
-		}
+	free, borrowed, err := pickRegs(need, liveRegs, reserved, uses)
+	if err != nil {
+		return nil, err
 	}
-	// Not enough dead registers: borrow live ones the instruction does not
-	// read (so its address does not depend on them), saved on the stack.
-	for r := effect.Reg(15); len(free) < need; r-- {
-		if r == 0 && (reserved.Has(r) || uses.Has(r) || containsReg(free, r)) {
-			return nil, fmt.Errorf("no register to spare")
-		}
-		if reserved.Has(r) || uses.Has(r) || containsReg(free, r) {
-			continue
-		}
-		free = append(free, r)
-		spill = append(spill, r)
-	}
+	spill = append(spill, borrowed...)
 	shift := int32(0) // how far rsp moved
 	if len(spill) > 0 {
 		b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
@@ -172,7 +266,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	} else {
 		S := free[0]
 		rs := snippetRegs[S]
-		ea, err := st.address(s, shift)
+		ea, err := st.address(s, shift, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +336,29 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	return sn, nil
 }
 
+// pickRegs chooses need scratch registers: dead ones first, then live ones
+// the instruction does not read, to be saved on the stack (borrowed).
+func pickRegs(need int, liveRegs, reserved, uses effect.RegSet) (free, borrowed []effect.Reg, err error) {
+	for r := effect.Reg(0); r < 16 && len(free) < need; r++ {
+		if !reserved.Has(r) && !liveRegs.Has(r) {
+			free = append(free, r)
+		}
+	}
+	for r := effect.Reg(15); len(free) < need; r-- {
+		if !reserved.Has(r) && !uses.Has(r) && !containsReg(free, r) {
+			free = append(free, r)
+			borrowed = append(borrowed, r)
+		}
+		if r == 0 {
+			if len(free) < need {
+				return nil, nil, fmt.Errorf("no register to spare")
+			}
+			break
+		}
+	}
+	return free, borrowed, nil
+}
+
 func containsReg(rs []effect.Reg, r effect.Reg) bool {
 	for _, x := range rs {
 		if x == r {
@@ -267,15 +384,15 @@ func snippetReg(r x86asm.Reg) (snippet.Reg, bool) {
 // rsp-relative displacements adjusted by shift (how far the snippet moved
 // rsp), RIP-relative operands referring to the same target and segment
 // overrides left to the caller.
-func (st *objState) address(s *site, shift int32) (snippet.Operand, error) {
+func (st *objState) address(s *site, shift int32, extra int64) (snippet.Operand, error) {
 	m := s.acc.Mem
 	switch {
 	case s.rel != nil:
 		name := symByIndex + strconv.FormatUint(uint64(s.rel.sym), 10)
 		if m.Base == x86asm.RIP {
-			return snippet.RIP(name, s.rel.addend), nil
+			return snippet.RIP(name, s.rel.addend+extra), nil
 		}
-		op := snippet.SymAbs(name, s.rel.addend)
+		op := snippet.SymAbs(name, s.rel.addend+extra)
 		base, ok1 := snippetReg(m.Base)
 		index, ok2 := snippetReg(m.Index)
 		if !ok1 || !ok2 {
@@ -289,14 +406,14 @@ func (st *objState) address(s *site, shift int32) (snippet.Operand, error) {
 		}
 		return op, nil
 	case s.link != nil:
-		return snippet.RIP(symLink, 0), nil
+		return snippet.RIP(symLink, extra), nil
 	}
 	base, ok1 := snippetReg(m.Base)
 	index, ok2 := snippetReg(m.Index)
 	if !ok1 || !ok2 {
 		return snippet.Operand{}, fmt.Errorf("unsupported address registers %v %v (32-bit addressing?)", m.Base, m.Index)
 	}
-	disp := m.Disp
+	disp := m.Disp + extra
 	if base == snippet.RSP {
 		disp += int64(shift)
 	}
@@ -318,8 +435,9 @@ func (st *objState) convert(code snippet.Code) (*ibr.Snippet, error) {
 	for _, r := range code.Relocs {
 		switch {
 		case r.Sym == symLink:
-			// lea disp32 is the last field of the instruction.
-			sn.Links = append(sn.Links, ibr.SnippetLink{Off: r.Off, End: r.Off + 4, Target: s.link.Target, Delta: s.link.Delta})
+			// lea disp32 is the last field of the instruction; the
+			// addend carries any extra displacement (plus -4).
+			sn.Links = append(sn.Links, ibr.SnippetLink{Off: r.Off, End: r.Off + 4, Target: s.link.Target, Delta: s.link.Delta + r.Addend + 4})
 		case strings.HasPrefix(r.Sym, symByIndex):
 			k, err := strconv.ParseUint(r.Sym[len(symByIndex):], 10, 32)
 			if err != nil {

@@ -1,0 +1,411 @@
+// Command runtime is the vptrace runtime, built as a C archive:
+//
+//	go build -buildmode=c-archive -o bin/libvptrace.a ./vptrace/runtime
+//
+// (build.sh does that and installs bin/vptrace.h). Instrumented code calls
+// the assembly stubs (stubs.S), which append events to per-thread buffers;
+// the C code (rt.c) hands full buffers to this Go code through a lock-free
+// queue. Application threads never call Go. One goroutine (the consumer)
+// aggregates the events per thread and page and streams the aggregates to
+// the trace file every VPTRACE_INTERVAL_MS, at thread exit, at
+// vptrace_flush and at process exit.
+package main
+
+/*
+#cgo CFLAGS: -O2 -Wall -fno-strict-aliasing -fno-omit-frame-pointer
+#include "rt.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"hijack/vptrace/trace"
+)
+
+func main() {}
+
+// vptGoAnchor is referenced by rt.c so that linking the archive's C part
+// pulls in the Go part (and with it the Go runtime's initialisation).
+//
+//export vptGoAnchor
+func vptGoAnchor() {}
+
+func init() {
+	go consumer()
+}
+
+// C layouts (rt.h)
+const (
+	bufHdr   = C.VPT_BUF_HDR
+	evSize   = C.VPT_EV_SIZE
+	vbOwned  = C.VB_OWNED
+	vbfExit  = C.VBF_EXIT
+	closed   = C.VPT_CLAIM_CLOSED
+	maxBufs  = C.VPT_MAXBUFS
+	maxObjs  = C.VPT_MAXOBJ
+	siteSize = 32
+)
+
+type cbuf = C.struct_vpt_buf
+
+type event struct {
+	page1, site, time uint64
+}
+
+func events(b *cbuf) []event {
+	return unsafe.Slice((*event)(unsafe.Add(unsafe.Pointer(b), bufHdr)), int(b.cap))
+}
+
+func bufAt(i int) *cbuf {
+	return (*cbuf)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&C.vpt_bufs[i]))))
+}
+
+// ---- the consumer ----
+
+type thread struct {
+	serial uint64
+	tid    uint32
+	tstart uint64
+	drops  uint64
+	events uint64
+	pages  pageTable
+	from   uint64
+}
+
+type consumerState struct {
+	threads map[uint64]*thread
+	kinds   kindTable
+	w       *trace.Writer
+	out     fdWriter
+	tmp     []event
+	events  uint64 // aggregated, in total
+}
+
+type fdWriter struct{ fd int }
+
+func (f *fdWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := syscall.Write(f.fd, p[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+func consumer() {
+	runtime.LockOSThread()
+	if C.vpt_go_started() == 0 {
+		return // the process is exiting and writes its events itself
+	}
+	s := &consumerState{threads: map[uint64]*thread{}}
+	s.w = trace.NewWriter(&s.out)
+	var lastDone uint64
+	next := uint64(0)
+	for {
+		interval := uint64(C.vpt_interval_ms()) * 1e6
+		now := uint64(C.vpt_now())
+		wait := 100
+		if next > now {
+			wait = int((next-now)/1e6) + 1
+		}
+		C.vpt_consumer_wait(C.int(wait))
+		if C.vpt_trace_mode() != 0 {
+			continue // not initialised, off, or C only
+		}
+		s.out.fd = int(C.vpt_trace_fd())
+		if s.out.fd < 0 {
+			continue
+		}
+		s.drainQueue()
+		req := uint64(C.vpt_flush_requested())
+		final := uint64(C.vpt_final_requested())
+		now = uint64(C.vpt_now())
+		if now >= next || req != lastDone || final != 0 {
+			C.vpt_go_tick()
+			s.drainQueue()
+			s.stealAll()
+			s.writeAll(now)
+			if final != 0 {
+				var drops uint64
+				for _, th := range s.threads {
+					drops += th.drops
+				}
+				s.w.End(&trace.End{Time: now, Events: s.events, Drops: drops, Flags: trace.EndClean})
+			}
+			s.w.Flush()
+			if req != lastDone || final != 0 {
+				C.vpt_flush_done(C.uint64_t(req), boolInt(final != 0))
+				lastDone = req
+			}
+			next = now + interval
+		}
+		if s.w.Buffered() > 0 {
+			s.w.Flush()
+		}
+	}
+}
+
+func boolInt(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *consumerState) drainQueue() {
+	for h := uint32(C.vpt_queue_take()); h != 0; {
+		b := bufAt(int(h - 1))
+		h = uint32(atomic.LoadUint32((*uint32)(unsafe.Pointer(&b.next))))
+		s.takeQueued(b)
+	}
+}
+
+// takeQueued aggregates a handed-over buffer and returns it to the pool.
+func (s *consumerState) takeQueued(b *cbuf) {
+	n := uint64(b.n)
+	if n > uint64(b.cap) {
+		n = uint64(b.cap)
+	}
+	claim := (*uint64)(unsafe.Pointer(&b.claim))
+	var from uint64
+	for {
+		c := atomic.LoadUint64(claim)
+		from = c & 0x7fffffff
+		if from >= n || atomic.CompareAndSwapUint64(claim, c, c&^0xffffffff|n) {
+			break
+		}
+	}
+	th := s.thread(b)
+	th.drops = max(th.drops, uint64(b.drops))
+	if from < n {
+		s.aggregate(th, events(b)[from:n])
+	}
+	if b.flags&vbfExit != 0 {
+		now := uint64(b.texit)
+		s.writeThread(th, now)
+		s.w.ThreadExit(&trace.ThreadExit{
+			Serial: th.serial, TID: th.tid, Time: now,
+			Events: uint64(b.events), Drops: th.drops,
+			Name: C.GoString(&b.name[0]),
+		})
+		delete(s.threads, th.serial)
+	}
+	C.vpt_buf_release(b, C.uint64_t(n))
+}
+
+// stealAll takes the written events of the buffers threads are filling.
+func (s *consumerState) stealAll() {
+	nb := min(int(atomic.LoadUint32((*uint32)(unsafe.Pointer(&C.vpt_nbufs)))), maxBufs)
+	for i := 0; i < nb; i++ {
+		b := bufAt(i)
+		if b == nil || atomic.LoadUint32((*uint32)(unsafe.Pointer(&b.state))) != vbOwned {
+			continue
+		}
+		s.steal(b)
+	}
+}
+
+func (s *consumerState) steal(b *cbuf) {
+	evs := events(b)
+	claim := (*uint64)(unsafe.Pointer(&b.claim))
+	for tries := 0; tries < 100; tries++ {
+		c := atomic.LoadUint64(claim)
+		if c&closed != 0 {
+			return // its owner is writing it out
+		}
+		from := int(c & 0xffffffff)
+		s.tmp = s.tmp[:0]
+		k := from
+		for k < len(evs) {
+			site := atomic.LoadUint64(&evs[k].site)
+			if site == 0 {
+				break
+			}
+			s.tmp = append(s.tmp, event{evs[k].page1, site, evs[k].time})
+			k++
+		}
+		if k == from {
+			return
+		}
+		if atomic.CompareAndSwapUint64(claim, c, c&^0xffffffff|uint64(k)) {
+			th := s.thread(b)
+			th.drops = max(th.drops, uint64(b.drops))
+			s.aggregate(th, s.tmp)
+			return
+		}
+	}
+}
+
+func (s *consumerState) thread(b *cbuf) *thread {
+	serial := uint64(b.serial)
+	th := s.threads[serial]
+	if th == nil {
+		th = &thread{serial: serial, tid: uint32(b.tid), tstart: uint64(b.tstart)}
+		th.from = th.tstart
+		s.threads[serial] = th // (its THREAD chunk was written at its first event)
+	}
+	return th
+}
+
+func (s *consumerState) aggregate(th *thread, evs []event) {
+	var lastSite, lastPage1 uint64
+	var lastKind trace.Kind
+	var pa *pageVal
+	n := 0
+	for i := range evs {
+		e := &evs[i]
+		site := atomic.LoadUint64(&e.site)
+		if site == 0 || e.page1 == 0 {
+			continue
+		}
+		n++
+		if pa == nil || e.page1 != lastPage1 {
+			pa = th.pages.get(e.page1)
+			lastPage1 = e.page1
+			if pa.events == 0 {
+				pa.first, pa.last = e.time, e.time
+			}
+		}
+		if site != lastSite {
+			lastSite, lastKind = site, s.kinds.kind(site)
+		}
+		pa.events++
+		if lastKind&trace.KindRead != 0 {
+			pa.reads++
+		}
+		if lastKind&trace.KindWrite != 0 {
+			pa.writes++
+		}
+		pa.first = min(pa.first, e.time)
+		pa.last = max(pa.last, e.time)
+		if pa.site0 == site {
+			pa.count0++
+		} else {
+			th.pages.addSite(pa, site)
+		}
+		if th.pages.full() {
+			pa = nil // the next get grows the table
+		}
+	}
+	th.events += uint64(n)
+	s.events += uint64(n)
+}
+
+// writeThread appends th's aggregates since the last write and resets them.
+func (s *consumerState) writeThread(th *thread, now uint64) {
+	if th.pages.n == 0 {
+		return
+	}
+	a := &trace.Agg{Serial: th.serial, TID: th.tid, From: th.from, To: now, Drops: th.drops}
+	a.Pages = th.pages.pages(make([]trace.PageAgg, 0, th.pages.n))
+	s.w.Agg(a)
+	th.pages.reset()
+	th.from = now
+	if s.w.Buffered() > 8<<20 {
+		s.w.Flush()
+	}
+}
+
+func (s *consumerState) writeAll(now uint64) {
+	for _, th := range s.threads {
+		s.writeThread(th, now)
+	}
+}
+
+// ---- site kinds from the registered objects ----
+
+type objRange struct {
+	lo, hi uint64
+	kinds  []trace.Kind
+}
+
+type kindTable struct {
+	seen   map[uintptr]bool
+	ranges []objRange // ascending lo
+	nobjs  uint32
+	cache  map[uint64]trace.Kind
+}
+
+func (k *kindTable) refresh() bool {
+	n := atomic.LoadUint32((*uint32)(unsafe.Pointer(&C.vpt_nobjs)))
+	if n == k.nobjs {
+		return false
+	}
+	k.nobjs = n
+	if k.seen == nil {
+		k.seen = map[uintptr]bool{}
+	}
+	added := false
+	for i := 0; i < min(int(n), maxObjs); i++ {
+		p := atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&C.vpt_objs[i])))
+		if p == nil || k.seen[uintptr(p)] {
+			continue
+		}
+		k.seen[uintptr(p)] = true
+		var ns C.uint32_t
+		sp := C.vpt_obj_sites_ptr((*C.struct_vpt_object)(p), &ns)
+		lo := uint64(uintptr(sp))
+		raw := unsafe.Slice((*byte)(sp), int(ns)*siteSize)
+		r := objRange{lo: lo, hi: lo + uint64(ns)*siteSize, kinds: make([]trace.Kind, ns)}
+		for j := range r.kinds {
+			r.kinds[j] = trace.Kind(raw[j*siteSize+16])
+		}
+		k.ranges = append(k.ranges, r)
+		added = true
+	}
+	if added {
+		for i := 1; i < len(k.ranges); i++ {
+			for j := i; j > 0 && k.ranges[j].lo < k.ranges[j-1].lo; j-- {
+				k.ranges[j], k.ranges[j-1] = k.ranges[j-1], k.ranges[j]
+			}
+		}
+	}
+	return added
+}
+
+func (k *kindTable) lookup(site uint64) (trace.Kind, bool) {
+	lo, hi := 0, len(k.ranges)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if k.ranges[m].lo <= site {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return 0, false
+	}
+	r := &k.ranges[lo-1]
+	if site >= r.hi || (site-r.lo)%siteSize != 0 {
+		return 0, false
+	}
+	return r.kinds[(site-r.lo)/siteSize], true
+}
+
+func (k *kindTable) kind(site uint64) trace.Kind {
+	if v, ok := k.cache[site]; ok {
+		return v
+	}
+	v, ok := k.lookup(site)
+	if !ok && k.refresh() {
+		v, ok = k.lookup(site)
+	}
+	if ok {
+		if k.cache == nil {
+			k.cache = map[uint64]trace.Kind{}
+		}
+		k.cache[site] = v
+	}
+	return v
+}

@@ -1,0 +1,1698 @@
+/*
+ * rt.c: the C half of the vptrace runtime (see ../ABI.md, ../FORMAT.md and
+ * vptrace.h).
+ *
+ * Threads append events to per-thread buffers (stubs.S). A full buffer is
+ * handed over here (vpt_full) without ever calling Go: it is pushed on a
+ * lock-free queue that the Go consumer (main.go) drains, aggregates and
+ * streams to the trace file; the thread continues in a fresh buffer from a
+ * lock-free pool. Everything on this path is async-signal-safe (atomics, raw
+ * system calls). When Go cannot take the buffer (not running yet, too far
+ * behind, after a fork, VPTRACE_RAW=1, or after the exit flush) the thread
+ * writes the buffer itself as a RAW chunk with one writev(2) on the O_APPEND
+ * trace descriptor and reuses it. Both writers emit whole chunks with single
+ * write calls, so chunks never interleave.
+ *
+ * Reading a thread's buffer while it runs (the consumer's periodic steal, the
+ * exit flush) uses the buffer's claim word: generation<<32 | consumed. A
+ * reader copies the written slots (site != 0) past "consumed", then moves
+ * "consumed" with a CAS in the same generation. The owner (or the releaser)
+ * closes the word before it writes the buffer out and zeroes it, and reopens
+ * it in the next generation afterwards: a reader never publishes events
+ * from a buffer being reused, and no event is taken twice.
+ *
+ * Signals: the stub reserves its slot with one xadd and counts its nesting
+ * (depth); a handler that interrupts a stub or the batch path on the same
+ * thread records into the buffer, but never hands it over (it drops and
+ * counts its event when the buffer is full).
+ */
+#define _GNU_SOURCE
+#include "rt.h"
+#include "vptrace.h"
+
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+_Static_assert(offsetof(struct vpt_thread, cur) == VT_CUR, "VT_CUR");
+_Static_assert(offsetof(struct vpt_thread, end) == VT_END, "VT_END");
+_Static_assert(offsetof(struct vpt_thread, depth) == VT_DEPTH, "VT_DEPTH");
+_Static_assert(offsetof(struct vpt_thread, flags) == VT_FLAGS, "VT_FLAGS");
+_Static_assert(sizeof(struct vpt_event) == VPT_EV_SIZE, "event size");
+_Static_assert(offsetof(struct vpt_buf, ev) == VPT_BUF_HDR, "buffer header");
+_Static_assert(offsetof(struct vpt_hot_s, clock) == VH_CLOCK, "VH_CLOCK");
+_Static_assert(sizeof(struct vpt_object) == 48, "vpt_object");
+_Static_assert(sizeof(struct vpt_site) == 32, "vpt_site");
+
+/* ------------------------------------------------------------------ */
+/* state shared with stubs.S and Go                                    */
+
+HIDDEN struct vpt_hot_s vpt_hot __attribute__((aligned(64))) = {.active = 1};
+HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec")));
+
+HIDDEN const struct vpt_object *vpt_objs[VPT_MAXOBJ];
+HIDDEN uint32_t vpt_nobjs;
+static uint8_t vpt_objdumped[VPT_MAXOBJ];
+HIDDEN struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
+HIDDEN uint32_t vpt_nbufs;
+
+void vpt_full(uint64_t page1, uint64_t site, uint64_t time) HIDDEN;
+void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64_t rflags) HIDDEN;
+void vpt_range_c(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+
+/* Linking the C part pulls in the Go part (and the Go runtime) through this. */
+extern void vptGoAnchor(void);
+HIDDEN void (*const vpt_go_anchor)(void) = vptGoAnchor;
+
+/* ------------------------------------------------------------------ */
+/* atomics and raw system calls (no libc on the batch path)            */
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define LOADA(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define STORER(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define CAS(p, o, n) __atomic_compare_exchange_n((p), (o), (n), 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define FADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+
+static inline long sc6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define sc3(n, a, b, c) sc6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+
+static inline uint32_t sys_gettid(void) { return (uint32_t)sc3(SYS_gettid, 0, 0, 0); }
+static inline uint32_t sys_getpid(void) { return (uint32_t)sc3(SYS_getpid, 0, 0, 0); }
+
+static uint64_t clock_ns(int clk)
+{
+	struct timespec ts = {0, 0};
+	sc3(SYS_clock_gettime, clk, &ts, 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wake(uint32_t *addr)
+{
+	sc6(SYS_futex, (long)addr, FUTEX_WAKE_PRIVATE, INT_MAX, 0, 0, 0);
+}
+
+static void futex_wait(uint32_t *addr, uint32_t val, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	sc6(SYS_futex, (long)addr, FUTEX_WAIT_PRIVATE, val, (long)&ts, 0, 0);
+}
+
+/* zero n bytes without calling memset (which may be instrumented) */
+static inline void zero_bytes(void *p, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0) : "memory");
+}
+static inline void copy_bytes(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+static size_t cstrlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* CRC32C (Castagnoli): SSE4.2 crc32 instruction, or a table           */
+
+static int crc_hw = -1;
+static uint32_t crc_tab[256];
+
+static void crc_init(void)
+{
+	unsigned a, b, c, d;
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t v = i;
+		for (int k = 0; k < 8; k++)
+			v = (v >> 1) ^ (0x82F63B78u & (0u - (v & 1)));
+		crc_tab[i] = v;
+	}
+	int hw = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 20));
+	STORE(&crc_hw, hw);
+}
+
+/* crc32c of p[0:n] continuing from crc (0 for a fresh one), like Go's crc32.Update */
+static uint32_t crc32c(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	uint64_t c = ~crc & 0xffffffffu;
+	if (LOAD(&crc_hw) < 0)
+		crc_init();
+	if (crc_hw) {
+		while (n >= 8) {
+			uint64_t v;
+			__builtin_memcpy(&v, s, 8);
+			__asm__("crc32q %1, %0" : "+r"(c) : "rm"(v));
+			s += 8;
+			n -= 8;
+		}
+		while (n > 0) {
+			uint32_t c32 = (uint32_t)c;
+			__asm__("crc32b %1, %0" : "+r"(c32) : "rm"(*s));
+			c = c32;
+			s++;
+			n--;
+		}
+	} else {
+		uint32_t c32 = (uint32_t)c;
+		while (n-- > 0)
+			c32 = crc_tab[(c32 ^ *s++) & 0xff] ^ (c32 >> 8);
+		c = c32;
+	}
+	return ~(uint32_t)c;
+}
+
+/* ------------------------------------------------------------------ */
+/* configuration and global state                                      */
+
+enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
+enum { MODE_GO = 0, MODE_C = 1 };
+
+static int init_state;          /* ST_* */
+static int atfork_registered;
+static uint32_t clock_pid;      /* pid whose clock thread runs */
+static int late_done_pid;       /* pid for which late init ran */
+static int mode;                /* MODE_* */
+static int go_alive;             /* GO_* */
+#define GO_NONE 0                /* the consumer has not started */
+#define GO_RUNNING 1
+#define GO_LOCKED 2              /* exit went raw before it started: it must stay out */
+static int trace_fd = -1;
+static uint32_t vpt_pid, vpt_ppid, fork_ppid;
+static int child_open;           /* fork child's file: 0 n/a, 1 to create, 2 creating, 3 done */
+static uint32_t header_flags;
+static uint64_t start_mono, start_unix, open_ns;
+
+static int cfg_interval_ms = 100;
+static int cfg_clock_us = 1000;
+static uint32_t cfg_buf_cap;          /* events per buffer */
+static size_t cfg_buf_bytes;          /* bytes per buffer (page multiple) */
+static uint64_t cfg_max_bytes = 1024ull << 20;
+static uint32_t cfg_backlog = 256;    /* queued buffers before writing raw */
+static int cfg_exit_timeout_ms = 5000;
+
+static char out_pattern[4096];        /* absolute, with %p */
+static char out_path[4096];
+
+static uint64_t serial_ctr;
+static uint64_t mem_bytes;
+static uint64_t total_drops;
+static uint32_t warned;               /* one-time notes */
+#define W_MEM 1u
+#define W_OBJ 2u
+#define W_BUFS 4u
+#define W_BACKLOG 8u
+#define W_MAXOBJ 16u
+
+/* consumer protocol */
+static uint64_t free_head;            /* tag<<32 | index+1 */
+static uint32_t queue_head;           /* index+1 */
+static uint32_t nqueued;
+static uint32_t wake_seq, consumer_sleeping;
+static uint32_t flush_req, flush_done_ctr, final_req;
+static int final_started, final_done;
+
+/* ------------------------------------------------------------------ */
+/* chunks                                                              */
+
+#define CH_HEADER 1
+#define CH_OBJECT 2
+#define CH_THREAD 3
+#define CH_THREAD_EXIT 4
+#define CH_AGG 5
+#define CH_RAW 6
+#define CH_NOTE 7
+#define CH_END 8
+
+#define CHUNK_MAGIC 0x43545056u /* "VPTC" */
+#define FILE_MAGIC "VPTRACE\n"
+#define FMT_MAJOR 1
+#define FMT_MINOR 0
+
+static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
+static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
+static inline void put64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
+
+/* Write one chunk: iov[0] is filled with the chunk header; iov[1..n) is the payload. */
+static int write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
+{
+	uint8_t hdr[16];
+	size_t len = 0, total;
+	uint32_t crc;
+	if (fd < 0)
+		return -1;
+	for (int i = 1; i < n; i++)
+		len += iov[i].iov_len;
+	put32(hdr, CHUNK_MAGIC);
+	put16(hdr + 4, type);
+	put16(hdr + 6, 0);
+	put32(hdr + 8, (uint32_t)len);
+	crc = crc32c(0, hdr + 4, 8);
+	for (int i = 1; i < n; i++)
+		crc = crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+	put32(hdr + 12, crc);
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = 16;
+	total = len + 16;
+	for (;;) {
+		long r = sc3(SYS_writev, fd, iov, n);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if ((size_t)r >= total)
+			return 0;
+		/* short write (disk full?): finish it; the chunk may be damaged */
+		total -= (size_t)r;
+		while (r > 0) {
+			if ((size_t)r >= iov[0].iov_len) {
+				r -= (long)iov[0].iov_len;
+				iov++;
+				n--;
+			} else {
+				iov[0].iov_base = (char *)iov[0].iov_base + r;
+				iov[0].iov_len -= (size_t)r;
+				r = 0;
+			}
+		}
+	}
+}
+
+static int child_open_now(void);
+
+/* Write a chunk to the trace; in a fork child, the first one creates the
+ * child's file (so a child that only execs leaves none). */
+static int write_chunk(uint16_t type, struct iovec *iov, int n)
+{
+	int fd = LOAD(&trace_fd);
+	if (fd < 0)
+		fd = child_open_now();
+	return write_chunk_fd(fd, type, iov, n);
+}
+
+uint64_t vpt_now(void)
+{
+	return clock_ns(CLOCK_MONOTONIC) - start_mono;
+}
+
+static void clock_bump(void)
+{
+	uint64_t now = vpt_now(), old = LOAD(&vpt_hot.clock);
+	while (old < now && !CAS(&vpt_hot.clock, &old, now))
+		;
+}
+
+static void note_chunk(uint32_t kind, uint32_t tid, uint64_t value, const char *text)
+{
+	uint8_t fix[28];
+	struct iovec iov[3];
+	size_t tl = text ? cstrlen(text) : 0;
+	if (tl > 4096)
+		tl = 4096;
+	put32(fix, kind);
+	put32(fix + 4, tid);
+	put64(fix + 8, vpt_now());
+	put64(fix + 16, value);
+	put32(fix + 24, (uint32_t)tl);
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	iov[2].iov_base = (void *)(text ? text : "");
+	iov[2].iov_len = tl;
+	write_chunk(CH_NOTE, iov, 3);
+}
+
+static void warn_once(uint32_t bit, uint64_t value, const char *text)
+{
+	if (!(FADD(&warned, 0) & bit) && !(__atomic_fetch_or(&warned, bit, __ATOMIC_SEQ_CST) & bit))
+		note_chunk(VPTRACE_NOTE_WARNING, sys_gettid(), value, text);
+}
+
+/* RAW chunk: fixed part (48 bytes) then events */
+static void raw_chunk(uint64_t serial, uint32_t tid, uint32_t flags, uint64_t drops,
+		      const struct vpt_event *ev, uint64_t n)
+{
+	uint8_t fix[48];
+	struct iovec iov[3];
+	zero_bytes(fix, sizeof fix);
+	put64(fix, serial);
+	put32(fix + 8, tid);
+	put32(fix + 12, flags);
+	put64(fix + 16, drops);
+	put64(fix + 24, vpt_now());
+	put32(fix + 32, (uint32_t)n);
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	iov[2].iov_base = (void *)ev;
+	iov[2].iov_len = n * sizeof(struct vpt_event);
+	write_chunk(CH_RAW, iov, 3);
+}
+
+static void thread_exit_chunk(uint64_t serial, uint32_t tid, uint64_t texit, uint64_t events,
+			      uint64_t drops, const char *name)
+{
+	uint8_t fix[56];
+	struct iovec iov[2];
+	zero_bytes(fix, sizeof fix);
+	put64(fix, serial);
+	put32(fix + 8, tid);
+	put64(fix + 16, texit);
+	put64(fix + 24, events);
+	put64(fix + 32, drops);
+	for (int i = 0; i < 15 && name[i]; i++)
+		fix[40 + i] = (uint8_t)name[i];
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	write_chunk(CH_THREAD_EXIT, iov, 2);
+}
+
+static void end_chunk(uint32_t flags)
+{
+	uint8_t fix[40];
+	struct iovec iov[2];
+	zero_bytes(fix, sizeof fix);
+	put64(fix, vpt_now());
+	put64(fix + 8, LOAD(&serial_ctr));
+	put64(fix + 16, 0);
+	put64(fix + 24, LOAD(&total_drops));
+	put32(fix + 32, flags);
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	write_chunk(CH_END, iov, 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* objects                                                             */
+
+static int obj_valid(const struct vpt_object *o)
+{
+	return o->magic == VPT_OBJ_MAGIC && o->version == 1 && o->nsites < (1u << 24) &&
+	       o->nstrs < (1u << 28) && (o->nstrs == 0 || o->name < o->nstrs);
+}
+
+uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites)
+{
+	*nsites = o->nsites;
+	return (uint64_t)(uintptr_t)&o->sites_rel + (uint64_t)(int64_t)o->sites_rel;
+}
+
+const void *vpt_obj_sites_ptr(const struct vpt_object *o, uint32_t *nsites)
+{
+	return (const void *)(uintptr_t)vpt_obj_sites(o, nsites);
+}
+
+static uint64_t obj_strs(const struct vpt_object *o)
+{
+	return (uint64_t)(uintptr_t)&o->strs_rel + (uint64_t)(int64_t)o->strs_rel;
+}
+
+static void object_chunk(const struct vpt_object *o)
+{
+	uint8_t fix[64];
+	struct iovec iov[4];
+	uint32_t ns;
+	uint64_t sites = vpt_obj_sites(o, &ns), strs = obj_strs(o);
+	zero_bytes(fix, sizeof fix);
+	put64(fix, (uint64_t)(uintptr_t)o);
+	put64(fix + 8, sites);
+	put64(fix + 16, strs);
+	put32(fix + 24, o->nsites);
+	put32(fix + 28, o->nstrs);
+	put32(fix + 32, o->flags);
+	put32(fix + 36, o->version);
+	put64(fix + 40, o->id);
+	put64(fix + 48, o->reserved);
+	put32(fix + 56, o->name);
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	iov[2].iov_base = (void *)(uintptr_t)sites;
+	iov[2].iov_len = (size_t)o->nsites * sizeof(struct vpt_site);
+	iov[3].iov_base = (void *)(uintptr_t)strs;
+	iov[3].iov_len = o->nstrs;
+	write_chunk_fd(LOAD(&trace_fd), CH_OBJECT, iov, 4);
+}
+
+static void dump_objects(void)
+{
+	uint32_t n = LOAD(&vpt_nobjs);
+	if (LOAD(&trace_fd) < 0)
+		return; /* the file's opener dumps them */
+	if (n > VPT_MAXOBJ)
+		n = VPT_MAXOBJ;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vpt_object *o = LOADA(&vpt_objs[i]);
+		int dup = 0;
+		if (!o || LOAD(&vpt_objdumped[i]) || XCHG(&vpt_objdumped[i], 1))
+			continue;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = LOADA(&vpt_objs[j]) == o;
+		if (!dup)
+			object_chunk(o);
+	}
+}
+
+/* Zero the calling thread's last-page slots of objects that publish their
+ * TLS offset in vpt_object.reserved (optional, see ABI.md). */
+static void reset_slots(void)
+{
+	uint32_t n = LOAD(&vpt_nobjs);
+	uint64_t tp;
+	if (n > VPT_MAXOBJ)
+		n = VPT_MAXOBJ;
+	__asm__("movq %%fs:0, %0" : "=r"(tp));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vpt_object *o = LOADA(&vpt_objs[i]);
+		if (o && (o->flags & 2u) && o->reserved != 0)
+			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)o->nsites * 8);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* buffers: pool and queue                                              */
+
+static struct vpt_buf *buf_at(uint32_t idx1)
+{
+	return idx1 ? LOADA(&vpt_bufs[idx1 - 1]) : NULL;
+}
+
+static void free_push(struct vpt_buf *b)
+{
+	uint64_t old = LOAD(&free_head), nw;
+	do {
+		STORE(&b->next, (uint32_t)old);
+		nw = (((old >> 32) + 1) << 32) | (uint64_t)(b->index + 1);
+	} while (!CAS(&free_head, &old, nw));
+}
+
+static struct vpt_buf *free_pop(void)
+{
+	uint64_t old = LOAD(&free_head), nw;
+	struct vpt_buf *b;
+	do {
+		b = buf_at((uint32_t)old);
+		if (!b)
+			return NULL;
+		nw = (((old >> 32) + 1) << 32) | (uint64_t)LOAD(&b->next);
+	} while (!CAS(&free_head, &old, nw));
+	return b;
+}
+
+/* Allocate a slab of buffers; returns one, the others go to the pool.
+ * Past VPTRACE_MAXMB only a thread that has no buffer at all gets one
+ * (force): the limit bounds the buffers waiting for the aggregator. */
+static struct vpt_buf *alloc_slab(int force)
+{
+	int per = 4;
+	size_t bytes = cfg_buf_bytes * per;
+	struct vpt_buf *first = NULL;
+	uint64_t had = FADD(&mem_bytes, bytes);
+	char *p;
+	if (had + bytes > cfg_max_bytes) {
+		FADD(&mem_bytes, -(uint64_t)bytes);
+		warn_once(W_MEM, cfg_max_bytes, "buffer memory limit reached (VPTRACE_MAXMB): threads write their own buffers");
+		if (!force)
+			return NULL;
+		per = 1;
+		bytes = cfg_buf_bytes;
+		FADD(&mem_bytes, bytes);
+	}
+	p = (char *)sc6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if ((unsigned long)p > -4096ul) {
+		FADD(&mem_bytes, -(uint64_t)bytes);
+		return NULL;
+	}
+	for (int k = 0; k < per; k++) {
+		struct vpt_buf *b = (struct vpt_buf *)(p + (size_t)k * cfg_buf_bytes);
+		uint32_t idx = FADD(&vpt_nbufs, 1);
+		if (idx >= VPT_MAXBUFS) {
+			FADD(&vpt_nbufs, -1u);
+			warn_once(W_BUFS, VPT_MAXBUFS, "buffer table full");
+			break;
+		}
+		b->index = idx;
+		b->cap = cfg_buf_cap;
+		STORER(&vpt_bufs[idx], b);
+		if (!first)
+			first = b;
+		else
+			free_push(b);
+	}
+	return first;
+}
+
+#define VBF_DIRTY 0x100u /* (fork child) stale events from the parent */
+
+static struct vpt_buf *buf_get(struct vpt_thread *t, int force)
+{
+	struct vpt_buf *b = free_pop();
+	if (!b)
+		b = alloc_slab(force);
+	if (!b)
+		return NULL;
+	if (b->flags & VBF_DIRTY) /* (a parent's buffer may hold events after a hole) */
+		zero_bytes(b->ev, (size_t)b->cap * sizeof(struct vpt_event));
+	b->flags = 0;
+	b->serial = t->serial;
+	b->tid = t->tid;
+	b->tstart = t->tstart;
+	b->n = 0;
+	b->texit = 0;
+	b->drops = t->drops; /* (a recycled buffer carries its last owner's) */
+	b->events = t->events;
+	copy_bytes(b->name, t->name, sizeof b->name);
+	STORE(&b->state, VB_OWNED);
+	return b;
+}
+
+static uint64_t claim_bump(struct vpt_buf *b)
+{
+	uint64_t old = LOAD(&b->claim), nw;
+	do {
+		nw = ((old >> 32) + 1) << 32;
+	} while (!CAS(&b->claim, &old, nw));
+	return old;
+}
+
+/* Close the claim word: readers (steal) leave a closed buffer alone, and a
+ * reader that copied slots before cannot publish them (its CAS fails).
+ * Returns the old value ("consumed" tells where the owner takes over). */
+static uint64_t claim_close(struct vpt_buf *b)
+{
+	uint64_t old = LOAD(&b->claim);
+	while (!CAS(&b->claim, &old, (old & ~0xffffffffull) | VPT_CLAIM_CLOSED))
+		;
+	return old;
+}
+
+/* Reopen a closed buffer, zeroed, in the next generation. */
+static void claim_reopen(struct vpt_buf *b, uint64_t old)
+{
+	STORE(&b->claim, ((old >> 32) + 1) << 32);
+}
+
+/* buffer back to the pool: its first `used` slots are zeroed */
+void vpt_buf_release(struct vpt_buf *b, uint64_t used)
+{
+	uint64_t old = claim_close(b);
+	if (used > b->cap)
+		used = b->cap;
+	zero_bytes(b->ev, (size_t)used * sizeof(struct vpt_event));
+	claim_reopen(b, old);
+	b->flags = 0;
+	STORE(&b->state, VB_FREE);
+	free_push(b);
+}
+
+static void wake_consumer(void)
+{
+	FADD(&wake_seq, 1);
+	if (LOAD(&consumer_sleeping))
+		futex_wake(&wake_seq);
+}
+
+/* The consumer wakes every interval; waking it costs the producer a
+ * futex(2) call (and in a VM an inter-processor interrupt), so only a
+ * backlog of WAKE_AT buffers, a thread exit, a flush or the exit wake it. */
+#define WAKE_AT 8u
+
+static void queue_push(struct vpt_buf *b)
+{
+	uint32_t old = LOAD(&queue_head), q;
+	STORE(&b->state, VB_QUEUED);
+	do {
+		STORE(&b->next, old);
+	} while (!CAS(&queue_head, &old, b->index + 1));
+	q = FADD(&nqueued, 1) + 1;
+	if (q == WAKE_AT || (q > WAKE_AT && q % WAKE_AT == 0) || (b->flags & VBF_EXIT))
+		wake_consumer();
+}
+
+uint32_t vpt_queue_take(void)
+{
+	uint32_t h = XCHG(&queue_head, 0), prev = 0, n = 0;
+	while (h) {
+		struct vpt_buf *b = buf_at(h);
+		uint32_t next = LOAD(&b->next);
+		STORE(&b->state, VB_TAKEN);
+		STORE(&b->next, prev);
+		prev = h;
+		h = next;
+		n++;
+	}
+	if (n)
+		FADD(&nqueued, -n);
+	return prev;
+}
+
+int vpt_consumer_wait(int timeout_ms)
+{
+	uint32_t s = LOAD(&wake_seq);
+	STORE(&consumer_sleeping, 1);
+	if (LOAD(&queue_head) || LOAD(&flush_req) != LOAD(&flush_done_ctr) || LOAD(&final_req)) {
+		STORE(&consumer_sleeping, 0);
+		return 1;
+	}
+	if (timeout_ms > 0)
+		futex_wait(&wake_seq, s, timeout_ms);
+	STORE(&consumer_sleeping, 0);
+	return LOAD(&queue_head) != 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* writing a thread's own buffer, stealing others'                       */
+
+/* The owner writes its buffer's events [consumed, n) as a RAW chunk and
+ * resets it (zeroed, next generation). */
+static void raw_write_own(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, uint32_t flags)
+{
+	uint64_t old = claim_close(b);
+	uint64_t from = (uint32_t)old;
+	if (n > b->cap)
+		n = b->cap;
+	if (from < n)
+		raw_chunk(t->serial, t->tid, flags, t->drops, &b->ev[from], n - from);
+	zero_bytes(b->ev, (size_t)n * sizeof(struct vpt_event));
+	claim_reopen(b, old);
+}
+
+#define STEAL_CHUNK 256
+/* Take the written, unconsumed events of someone else's buffer and write
+ * them as RAW chunks. */
+static void steal_raw(struct vpt_buf *b)
+{
+	struct vpt_event copy[STEAL_CHUNK];
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t c = LOAD(&b->claim);
+		uint32_t from = (uint32_t)c, k = 0;
+		if (c & VPT_CLAIM_CLOSED)
+			return;
+		while (from + k < b->cap && k < STEAL_CHUNK) {
+			uint64_t site = LOADA(&b->ev[from + k].site);
+			if (!site)
+				break;
+			copy[k].site = site;
+			copy[k].page1 = b->ev[from + k].page1;
+			copy[k].time = b->ev[from + k].time;
+			k++;
+		}
+		if (k == 0)
+			return;
+		if (!CAS(&b->claim, &c, (c & ~0xffffffffull) | (from + k)))
+			continue;
+		raw_chunk(b->serial, b->tid, 0, b->drops, copy, k);
+	}
+}
+
+static void c_steal_all(int include_queued)
+{
+	uint32_t n = LOAD(&vpt_nbufs);
+	if (n > VPT_MAXBUFS)
+		n = VPT_MAXBUFS;
+	for (uint32_t i = 0; i < n; i++) {
+		struct vpt_buf *b = LOADA(&vpt_bufs[i]);
+		uint32_t st;
+		if (!b)
+			continue;
+		st = LOAD(&b->state);
+		if (st == VB_OWNED || (include_queued && (st == VB_QUEUED || st == VB_TAKEN))) {
+			steal_raw(b);
+			if (st != VB_OWNED && (b->flags & VBF_EXIT))
+				thread_exit_chunk(b->serial, b->tid, b->texit, b->events, b->drops, b->name);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* initialisation                                                      */
+
+static int env_int(const char *name, int def, int lo, int hi)
+{
+	const char *s = getenv(name);
+	long v = 0;
+	int any = 0;
+	if (!s)
+		return def;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (*s - '0');
+		any = 1;
+		if (v > hi)
+			break;
+	}
+	if (!any || *s)
+		return def;
+	return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
+static int env_is(const char *name, const char *const *vals)
+{
+	const char *s = getenv(name);
+	if (!s)
+		return 0;
+	for (; *vals; vals++) {
+		const char *a = s, *b = *vals;
+		while (*a && *b && ((*a | 0x20) == *b))
+			a++, b++;
+		if (!*a && !*b)
+			return 1;
+	}
+	return 0;
+}
+
+static void append(char *dst, size_t cap, size_t *len, const char *s)
+{
+	while (*s && *len + 1 < cap)
+		dst[(*len)++] = *s++;
+	dst[*len] = 0;
+}
+
+static void utoa(uint64_t v, char *buf)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (int i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = 0;
+}
+
+/* expand %p (pid) and %% in out_pattern */
+static void expand_path(uint32_t pid, int child)
+{
+	size_t len = 0;
+	int hasp = 0;
+	char num[24];
+	utoa(pid, num);
+	out_path[0] = 0;
+	for (const char *p = out_pattern; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			append(out_path, sizeof out_path, &len, num);
+			hasp = 1;
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			append(out_path, sizeof out_path, &len, "%");
+			p++;
+		} else {
+			char c[2] = {*p, 0};
+			append(out_path, sizeof out_path, &len, c);
+		}
+	}
+	if (child && !hasp) {
+		append(out_path, sizeof out_path, &len, ".");
+		append(out_path, sizeof out_path, &len, num);
+	}
+}
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	size_t n = 0;
+	long fd = sc3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	while (n < cap) {
+		long r = sc3(SYS_read, fd, buf + n, cap - n);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	sc3(SYS_close, fd, 0, 0);
+	return n;
+}
+
+static uint8_t hdrbuf[16384];
+
+/* open out_path and write the file magic and the HEADER chunk */
+static int open_trace(void)
+{
+	static char cmdline[4096], exe[1024];
+	size_t ncmd, nexe = 0, prog = 0, off;
+	const char *ver = "vptrace-runtime 1";
+	long fd, r;
+	struct iovec iov[2];
+	uint8_t *h = hdrbuf;
+
+	fd = sc3(SYS_open, out_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		static char msg[4200];
+		size_t len = 0;
+		append(msg, sizeof msg, &len, "vptrace: cannot create trace file ");
+		append(msg, sizeof msg, &len, out_path);
+		append(msg, sizeof msg, &len, "; tracing is off (set VPTRACE_OUT)\n");
+		sc3(SYS_write, 2, msg, len);
+		return -1;
+	}
+	ncmd = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+	r = sc3(SYS_readlink, "/proc/self/exe", exe, sizeof exe);
+	if (r > 0)
+		nexe = (size_t)r;
+	while (prog < ncmd && cmdline[prog])
+		prog++;
+	zero_bytes(h, 64);
+	copy_bytes(h, FILE_MAGIC, 8);
+	/* chunk header at 8, payload at 24 */
+	off = 24;
+	put16(h + off, FMT_MAJOR);
+	put16(h + off + 2, FMT_MINOR);
+	put32(h + off + 4, 4096);
+	put32(h + off + 8, vpt_pid);
+	put32(h + off + 12, vpt_ppid);
+	put32(h + off + 16, header_flags);
+	put32(h + off + 20, (uint32_t)cfg_clock_us * 1000u);
+	put64(h + off + 24, start_unix);
+	put64(h + off + 32, start_mono);
+	put64(h + off + 40, open_ns);
+	put32(h + off + 48, cfg_buf_cap);
+	put32(h + off + 52, (uint32_t)cfg_interval_ms);
+	off += 56;
+#define PUTSTR(s, n)                                \
+	do {                                        \
+		put32(h + off, (uint32_t)(n));      \
+		copy_bytes(h + off + 4, (s), (n));  \
+		off += 4 + (n);                     \
+	} while (0)
+	PUTSTR(cmdline, prog);
+	PUTSTR(exe, nexe);
+	PUTSTR(cmdline, ncmd);
+	PUTSTR(ver, cstrlen(ver));
+#undef PUTSTR
+	put32(h + 8, CHUNK_MAGIC);
+	put16(h + 12, CH_HEADER);
+	put16(h + 14, 0);
+	put32(h + 16, (uint32_t)(off - 24));
+	put32(h + 20, crc32c(crc32c(0, h + 12, 8), h + 24, off - 24));
+	iov[0].iov_base = h;
+	iov[0].iov_len = off;
+	sc3(SYS_writev, fd, iov, 1);
+	STORE(&trace_fd, (int)fd);
+	return 0;
+}
+
+static void read_config(void)
+{
+	static const char *const off[] = {"off", "0", "no", "false", "disable", "disabled", NULL};
+	static const char *const stopped[] = {"stopped", "stop", "0", "no", "off", NULL};
+	static const char *const yes[] = {"1", "yes", "true", "on", NULL};
+	const char *out = getenv("VPTRACE_OUT");
+	size_t len = 0;
+	int kb;
+
+	if (env_is("VPTRACE", off)) {
+		STORE(&vpt_hot.active, 0);
+		STORE(&init_state, ST_OFF);
+		return;
+	}
+	cfg_interval_ms = env_int("VPTRACE_INTERVAL_MS", 100, 1, 3600000);
+	cfg_clock_us = env_int("VPTRACE_CLOCK_US", 1000, 0, 1000000);
+	kb = env_int("VPTRACE_BUFKB", 64, 4, 65536);
+	cfg_buf_bytes = ((size_t)kb * 1024 + 4095) & ~(size_t)4095;
+	cfg_buf_cap = (uint32_t)((cfg_buf_bytes - VPT_BUF_HDR) / VPT_EV_SIZE);
+	cfg_max_bytes = (uint64_t)env_int("VPTRACE_MAXMB", 1024, 1, 1 << 20) << 20;
+	cfg_backlog = (uint32_t)env_int("VPTRACE_BACKLOG", 256, 1, 1 << 20);
+	cfg_exit_timeout_ms = env_int("VPTRACE_EXIT_TIMEOUT_MS", 5000, 0, 600000);
+	if (env_is("VPTRACE_RAW", yes)) {
+		mode = MODE_C;
+		header_flags |= VPTRACE_HDR_RAW;
+	}
+	if (env_is("VPTRACE_START", stopped)) {
+		STORE(&vpt_hot.active, 0);
+		header_flags |= VPTRACE_HDR_STOPPED;
+	}
+	if (!out || !*out)
+		out = "vptrace.%p.vpt";
+	if (out[0] != '/') {
+		static char cwd[2048];
+		long r = sc3(SYS_getcwd, cwd, sizeof cwd, 0);
+		if (r > 0) {
+			append(out_pattern, sizeof out_pattern, &len, cwd);
+			if (len && out_pattern[len - 1] != '/')
+				append(out_pattern, sizeof out_pattern, &len, "/");
+		}
+	}
+	append(out_pattern, sizeof out_pattern, &len, out);
+}
+
+static void *clock_main(void *arg);
+static void thread_chunk(struct vpt_thread *t);
+static void atfork_child(void);
+
+/* Parts of the initialisation that are not async-signal-safe: run from
+ * normal contexts (vpt_register, the C API, the Go consumer, fork child). */
+static void late_init(void)
+{
+	static int atfork_done;
+	int pid = (int)LOAD(&vpt_pid);
+	if (LOAD(&init_state) != ST_READY || LOAD(&late_done_pid) == pid)
+		return;
+	if (vpt_t.flags & VTF_INBATCH)
+		return;
+	STORE(&late_done_pid, pid);
+	if (!XCHG(&atfork_done, 1) && pthread_atfork(NULL, NULL, atfork_child) == 0)
+		STORE(&atfork_registered, 1);
+	if (cfg_clock_us > 0) {
+		pthread_t th;
+		pthread_attr_t a;
+		sigset_t all, old;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&th, &a, clock_main, NULL) == 0)
+			STORE(&clock_pid, (uint32_t)pid);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+}
+
+/* Core initialisation: configuration, trace file. Async-signal-safe enough
+ * (getenv, raw system calls). Returns the state. */
+static int core_init(void)
+{
+	int st = LOAD(&init_state), exp = ST_NONE;
+	if (st == ST_READY || st == ST_OFF)
+		return st;
+	if (!CAS(&init_state, &exp, ST_BUSY)) {
+		/* another thread initialises; wait unless it is us (re-entered) */
+		if (vpt_t.flags & VTF_INIT)
+			return ST_BUSY;
+		while ((st = LOAD(&init_state)) == ST_BUSY)
+			sc3(SYS_sched_yield, 0, 0, 0);
+		return st;
+	}
+	vpt_t.flags |= VTF_INIT;
+	start_mono = clock_ns(CLOCK_MONOTONIC);
+	start_unix = clock_ns(CLOCK_REALTIME);
+	vpt_pid = sys_getpid();
+	vpt_ppid = (uint32_t)sc3(SYS_getppid, 0, 0, 0);
+	read_config();
+	if (LOAD(&init_state) == ST_OFF) {
+		vpt_t.flags &= ~VTF_INIT;
+		return ST_OFF;
+	}
+	expand_path(vpt_pid, 0);
+	if (open_trace() < 0) {
+		STORE(&vpt_hot.active, 0);
+		STORE(&init_state, ST_OFF);
+		vpt_t.flags &= ~VTF_INIT;
+		return ST_OFF;
+	}
+	STORE(&init_state, ST_READY);
+	dump_objects();
+	vpt_t.flags &= ~VTF_INIT;
+	return ST_READY;
+}
+
+static int init_normal(void)
+{
+	int st = core_init();
+	if (st == ST_READY)
+		late_init();
+	return st;
+}
+
+static void *clock_main(void *arg)
+{
+	uint32_t pid = LOAD(&vpt_pid);
+	(void)arg;
+	vpt_t.flags |= VTF_RUNTIME | VTF_INBATCH;
+	sc6(SYS_prctl, PR_SET_NAME, (long)"vptrace-clock", 0, 0, 0, 0);
+	for (;;) {
+		struct timespec ts = {cfg_clock_us / 1000000, (long)(cfg_clock_us % 1000000) * 1000L};
+		sc3(SYS_nanosleep, &ts, 0, 0);
+		if (LOAD(&vpt_pid) != pid)
+			return NULL; /* (never: a fork child has no copy of this thread) */
+		clock_bump();
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* fork                                                                */
+
+static void child_fixup(int from_atfork)
+{
+	struct vpt_thread *t = &vpt_t;
+	uint32_t n = LOAD(&vpt_nbufs);
+	int oldfd = LOAD(&trace_fd);
+	uint32_t ppid = vpt_pid;
+
+	vpt_pid = sys_getpid();
+	vpt_ppid = ppid;
+	STORE(&mode, MODE_C);
+	header_flags |= VPTRACE_HDR_FORKED;
+	STORE(&trace_fd, -1);
+	if (oldfd >= 0)
+		sc3(SYS_close, oldfd, 0, 0);
+	/* every buffer back to the pool: their events are the parent's */
+	STORE(&free_head, 0);
+	STORE(&queue_head, 0);
+	STORE(&nqueued, 0);
+	if (n > VPT_MAXBUFS)
+		n = VPT_MAXBUFS;
+	for (uint32_t i = n; i-- > 0;) {
+		struct vpt_buf *b = LOADA(&vpt_bufs[i]);
+		if (!b)
+			continue;
+		claim_bump(b);
+		b->flags = VBF_DIRTY;
+		STORE(&b->state, VB_FREE);
+		free_push(b);
+	}
+	t->buf = NULL;
+	t->cur = t->end = 0;
+	t->events = 0;
+	t->drops = 0;
+	t->flags &= ~VTF_SETUP; /* next event: new serial, tid, THREAD chunk */
+	STORE(&final_started, 0);
+	STORE(&final_done, 0);
+	STORE(&final_req, 0);
+	STORE(&flush_req, 0);
+	STORE(&flush_done_ctr, 0);
+	STORE(&go_alive, GO_LOCKED); /* no Go in a fork child */
+	for (uint32_t i = 0; i < VPT_MAXOBJ; i++)
+		if (vpt_objdumped[i])
+			vpt_objdumped[i] = 0;
+	open_ns = vpt_now();
+	expand_path(vpt_pid, 1);
+	fork_ppid = ppid;
+	STORE(&child_open, 1); /* created by the first chunk the child writes */
+	reset_slots();
+	if (from_atfork)
+		late_init();
+}
+
+/* Create a fork child's trace file (see write_chunk). Returns its fd, or -1. */
+static int child_open_now(void)
+{
+	int st = 1;
+	if (CAS(&child_open, &st, 2)) {
+		vpt_t.flags |= VTF_INIT;
+		if (open_trace() == 0) {
+			dump_objects();
+			note_chunk(VPTRACE_NOTE_FORK, sys_gettid(), fork_ppid, "fork child");
+		} else {
+			STORE(&vpt_hot.active, 0);
+			STORE(&init_state, ST_OFF);
+		}
+		STORE(&child_open, 3);
+		vpt_t.flags &= ~VTF_INIT;
+	} else if (st == 2) {
+		if (vpt_t.flags & VTF_INIT)
+			return -1; /* re-entered while opening: this chunk is lost */
+		while (LOAD(&child_open) == 2)
+			sc3(SYS_sched_yield, 0, 0, 0);
+	}
+	return LOAD(&trace_fd);
+}
+
+static void atfork_child(void)
+{
+	if (LOAD(&init_state) == ST_READY && sys_getpid() != vpt_pid)
+		child_fixup(1);
+}
+
+/* ------------------------------------------------------------------ */
+/* threads                                                             */
+
+static pthread_key_t vpt_key;
+static int key_state; /* 0 none, 1 creating, 2 ok, 3 failed */
+#define VTF_KEYED 32u
+#define VTF_FINAL 64u
+
+static void key_dtor(void *arg);
+
+static void thread_key(struct vpt_thread *t)
+{
+	int st = LOAD(&key_state), exp = 0;
+	if (st == 0 && CAS(&key_state, &exp, 1))
+		STORE(&key_state, st = pthread_key_create(&vpt_key, key_dtor) == 0 ? 2 : 3);
+	else
+		st = LOAD(&key_state);
+	if (st == 2 && pthread_setspecific(vpt_key, (void *)1) == 0)
+		t->flags |= VTF_KEYED;
+}
+
+static void thread_chunk(struct vpt_thread *t)
+{
+	uint8_t fix[40];
+	struct iovec iov[2];
+	zero_bytes(fix, sizeof fix);
+	put64(fix, t->serial);
+	put32(fix + 8, t->tid);
+	put64(fix + 16, t->tstart);
+	copy_bytes(fix + 24, t->name, 15);
+	iov[1].iov_base = fix;
+	iov[1].iov_len = sizeof fix;
+	write_chunk(CH_THREAD, iov, 2);
+}
+
+static void thread_setup(struct vpt_thread *t)
+{
+	t->tid = sys_gettid();
+	t->serial = FADD(&serial_ctr, 1) + 1;
+	t->tstart = LOAD(&vpt_hot.clock);
+	zero_bytes(t->name, sizeof t->name);
+	sc6(SYS_prctl, PR_GET_NAME, (long)t->name, 0, 0, 0, 0);
+	t->name[15] = 0;
+	t->flags |= VTF_SETUP;
+	thread_chunk(t);
+}
+
+static void drop_n(struct vpt_thread *t, uint64_t n, int hdr)
+{
+	t->drops += n;
+	FADD(&total_drops, n);
+	if (hdr && t->buf)
+		t->buf->drops = t->drops; /* readers of a running buffer see it */
+}
+
+/* (inside the batch path of an interrupted outer one, t->buf may be stale) */
+static void drop(struct vpt_thread *t)
+{
+	drop_n(t, 1, !(t->flags & VTF_INBATCH));
+}
+
+/* Hand a thread's buffer with n events over; returns the buffer to
+ * continue in (fresh, or the same one written out and reset), or NULL. */
+static struct vpt_buf *handoff(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, int exiting)
+{
+	if (n > b->cap)
+		n = b->cap;
+	t->events += n;
+	b->n = n;
+	b->drops = t->drops;
+	b->events = t->events;
+	b->serial = t->serial;
+	b->tid = t->tid;
+	b->tstart = t->tstart;
+	if (exiting) {
+		b->flags |= VBF_EXIT;
+		b->texit = LOAD(&vpt_hot.clock);
+		zero_bytes(b->name, sizeof b->name);
+		sc6(SYS_prctl, PR_GET_NAME, (long)b->name, 0, 0, 0, 0);
+		b->name[15] = 0;
+	}
+	if (LOAD(&mode) == MODE_GO && !LOAD(&final_done)) {
+		if (LOAD(&nqueued) < cfg_backlog) {
+			struct vpt_buf *nb = exiting ? NULL : buf_get(t, 0);
+			if (exiting || nb) {
+				queue_push(b);
+				return nb;
+			}
+		} else if (LOAD(&go_alive) == GO_RUNNING) {
+			warn_once(W_BACKLOG, cfg_backlog, "consumer behind (VPTRACE_BACKLOG): threads write their own buffers");
+		}
+	}
+	raw_write_own(t, b, n, exiting ? VBF_EXIT : 0);
+	if (exiting) {
+		thread_exit_chunk(t->serial, t->tid, b->texit, t->events, t->drops, b->name);
+		vpt_buf_release(b, 0);
+		return NULL;
+	}
+	return b;
+}
+
+/* One event in write-through mode (after the exit flush): a RAW chunk of its own. */
+static void write_through(struct vpt_thread *t, uint64_t page1, uint64_t site, uint64_t time)
+{
+	struct vpt_event e = {page1, site, time};
+	t->events++;
+	raw_chunk(t->serial, t->tid, 0, t->drops, &e, 1);
+}
+
+/* With VTF_INBATCH set: what the thread needs before it records (runtime
+ * initialised, tid/serial, TLS destructor). Returns ST_*. */
+static int thread_ready(struct vpt_thread *t)
+{
+	int st = core_init();
+	if (st != ST_READY)
+		return st;
+	/* a fork child: the atfork handler resets the runtime; without it
+	 * (fork before late_init, raw clone) getpid tells */
+	if (!LOAD(&atfork_registered) && sys_getpid() != vpt_pid)
+		child_fixup(0);
+	if ((st = LOAD(&init_state)) != ST_READY)
+		return st;
+	if (LOAD(&clock_pid) != vpt_pid)
+		clock_bump(); /* no clock thread (yet, or VPTRACE_CLOCK_US=0) */
+	if (!(t->flags & VTF_SETUP))
+		thread_setup(t);
+	if (t->flags & VTF_EXITED)
+		t->flags &= ~(VTF_EXITED | VTF_KEYED);
+	if (!(t->flags & VTF_KEYED))
+		thread_key(t);
+	return ST_READY;
+}
+
+/* after the exit flush: events are written one by one */
+static int write_through_mode(struct vpt_thread *t)
+{
+	return (t->flags & VTF_FINAL) || (LOAD(&final_done) && !t->buf);
+}
+
+/* With VTF_INBATCH set, thread_ready: hand the full buffer over, or get the
+ * thread's first. Returns the buffer to continue in, or NULL. */
+static struct vpt_buf *refill(struct vpt_thread *t)
+{
+	struct vpt_buf *b = t->buf;
+	b = b ? handoff(t, b, b->cap, 0) : buf_get(t, 1);
+	t->buf = b;
+	return b;
+}
+
+/* The batch path (from stubs.S, all registers saved): the buffer is full or
+ * the thread has none. Stores the event. */
+void vpt_full(uint64_t page1, uint64_t site, uint64_t time)
+{
+	struct vpt_thread *t = &vpt_t;
+	struct vpt_buf *b;
+	int st;
+
+	if (t->flags & (VTF_INBATCH | VTF_RUNTIME)) {
+		/* inside the runtime (its own libc calls, or a signal handler
+		 * that interrupted it): the outer code resets cur/end */
+		if (!(t->flags & VTF_RUNTIME))
+			drop(t);
+		t->depth--;
+		return;
+	}
+	if (t->depth > 1) {
+		/* a signal handler interrupted a stub that may hold a reserved,
+		 * unwritten slot: the buffer cannot change hands now */
+		t->cur -= VPT_EV_SIZE;
+		drop(t);
+		t->depth--;
+		return;
+	}
+	t->flags |= VTF_INBATCH;
+	t->end = 0;
+	st = thread_ready(t);
+	if (st != ST_READY)
+		goto out_nobuf;
+	if (write_through_mode(t)) {
+		write_through(t, page1, site, time);
+		t->cur = t->end = 0;
+		goto out;
+	}
+	b = refill(t);
+	if (!b)
+		goto out_nobuf;
+	b->ev[0].page1 = page1;
+	b->ev[0].time = time;
+	STORER(&b->ev[0].site, site);
+	t->cur = (uint64_t)(uintptr_t)&b->ev[1];
+	t->end = (uint64_t)(uintptr_t)&b->ev[b->cap];
+	goto out;
+out_nobuf:
+	if (st == ST_READY || st == ST_BUSY)
+		drop(t);
+	t->cur = t->end = 0;
+out:
+	t->flags &= ~VTF_INBATCH;
+	t->depth--;
+}
+
+/* Events for pages p0..p1 at one site (rep string operations). */
+static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
+{
+	struct vpt_thread *t = &vpt_t;
+	uint64_t cur, end, p;
+	int nested, st;
+
+	if (p1 < p0)
+		return;
+	if (t->flags & (VTF_INBATCH | VTF_RUNTIME)) {
+		if (!(t->flags & VTF_RUNTIME))
+			drop_n(t, p1 - p0 + 1, 0);
+		return;
+	}
+	/* a signal handler interrupted a stub on this thread: append into
+	 * what is left of the buffer, never hand it over */
+	nested = t->depth > 0;
+	t->flags |= VTF_INBATCH;
+	cur = t->cur;
+	end = t->end;
+	t->end = 0; /* signal handlers' events now go to vpt_full: dropped */
+	for (p = p0;; p++) {
+		struct vpt_event *e;
+		if (end == 0 || cur + VPT_EV_SIZE > end) {
+			struct vpt_buf *b;
+			if (end != 0 && nested) {
+				drop_n(t, p1 - p + 1, 1);
+				break;
+			}
+			st = thread_ready(t);
+			if (st != ST_READY) {
+				if (st == ST_BUSY)
+					drop_n(t, p1 - p + 1, 0);
+				cur = end = 0;
+				break;
+			}
+			if (write_through_mode(t)) {
+				for (;; p++) {
+					write_through(t, p + 1, site, time);
+					if (p == p1)
+						break;
+				}
+				cur = end = 0;
+				break;
+			}
+			b = refill(t);
+			if (!b) {
+				drop_n(t, p1 - p + 1, 0);
+				cur = end = 0;
+				break;
+			}
+			cur = (uint64_t)(uintptr_t)&b->ev[0];
+			end = (uint64_t)(uintptr_t)&b->ev[b->cap];
+		}
+		e = (struct vpt_event *)(uintptr_t)cur;
+		e->page1 = p + 1;
+		e->time = time;
+		STORER(&e->site, site);
+		cur += VPT_EV_SIZE;
+		if (p == p1)
+			break;
+	}
+	t->cur = cur;
+	t->end = end;
+	t->flags &= ~VTF_INBATCH;
+}
+
+/* the most pages one rep instruction records (256 GiB): a larger range
+ * means a corrupt count, and the instruction faults anyway */
+#define REP_MAX_PAGES (1ull << 26)
+
+/* vpt_range's general case (stubs.S, all registers saved): a sweep site's
+ * accesses from first to last (either order), each of the site's size. */
+void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	uint64_t size = s->size ? s->size : 1;
+	uint64_t lo = first < last ? first : last, hi = (first < last ? last : first) + size - 1;
+	if ((hi >> 12) - (lo >> 12) >= REP_MAX_PAGES)
+		hi = lo + ((REP_MAX_PAGES - 1) << 12);
+	append_range(site, lo >> 12, hi >> 12, LOAD(&vpt_hot.clock));
+}
+
+/* vpt_rep's general case (stubs.S, all registers saved): the site's range
+ * from rsi (kind bit 4) and/or rdi (bit 5): count elements of the site's
+ * size, backwards when DF (rflags bit 10) is set. */
+void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64_t rflags)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	uint64_t size = s->size ? s->size : 1, bytes, time = LOAD(&vpt_hot.clock);
+	if (count == 0)
+		return;
+	if (count > (REP_MAX_PAGES << 12) / size)
+		count = (REP_MAX_PAGES << 12) / size;
+	bytes = count * size;
+	for (int k = 0; k < 2; k++) {
+		uint64_t base = k ? rdi : rsi, lo;
+		if (!(s->kind & (k ? 0x20 : 0x10)))
+			continue;
+		lo = (rflags & 0x400) ? base + size - bytes : base;
+		append_range(site, lo >> 12, (lo + bytes - 1) >> 12, time);
+	}
+}
+
+/* pthread key destructor: the thread exits */
+static void key_dtor(void *arg)
+{
+	struct vpt_thread *t = &vpt_t;
+	struct vpt_buf *b = t->buf;
+	(void)arg;
+	if (t->flags & (VTF_INBATCH | VTF_RUNTIME))
+		return;
+	t->flags |= VTF_INBATCH;
+	t->end = 0;
+	if (LOAD(&init_state) == ST_READY) {
+		if (sys_getpid() != vpt_pid)
+			child_fixup(0);
+		b = t->buf;
+		if (b) {
+			uint64_t n = (t->cur - (uint64_t)(uintptr_t)b->ev) / VPT_EV_SIZE;
+			handoff(t, b, n, 1);
+		} else if (t->flags & VTF_SETUP) {
+			char name[16];
+			zero_bytes(name, sizeof name);
+			sc6(SYS_prctl, PR_GET_NAME, (long)name, 0, 0, 0, 0);
+			name[15] = 0;
+			thread_exit_chunk(t->serial, t->tid, LOAD(&vpt_hot.clock), t->events, t->drops, name);
+		}
+	}
+	t->buf = NULL;
+	t->cur = t->end = 0;
+	t->flags = (t->flags | VTF_EXITED) & ~(VTF_INBATCH | VTF_KEYED);
+}
+
+/* ------------------------------------------------------------------ */
+/* flush, exit                                                         */
+
+static int wait_done(uint32_t ticket, int timeout_ms)
+{
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		uint32_t d = LOAD(&flush_done_ctr);
+		uint64_t now;
+		if ((int32_t)(d - ticket) >= 0)
+			return 1;
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (now >= deadline)
+			return 0;
+		futex_wait(&flush_done_ctr, d, (int)((deadline - now) / 1000000ull) + 1);
+	}
+}
+
+uint64_t vpt_flush_requested(void) { return LOAD(&flush_req); }
+uint64_t vpt_final_requested(void) { return LOAD(&final_req); }
+
+void vpt_flush_done(uint64_t ticket, int final)
+{
+	uint32_t d = LOAD(&flush_done_ctr);
+	while ((int32_t)((uint32_t)ticket - d) > 0 && !CAS(&flush_done_ctr, &d, (uint32_t)ticket))
+		;
+	if (final)
+		STORE(&final_req, 0);
+	futex_wake(&flush_done_ctr);
+}
+
+static int go_request(int final, int timeout_ms)
+{
+	uint32_t ticket = FADD(&flush_req, 1) + 1;
+	if (final)
+		STORE(&final_req, ticket);
+	wake_consumer();
+	return wait_done(ticket, timeout_ms);
+}
+
+static void finalize(void)
+{
+	struct vpt_thread *t = &vpt_t;
+	uint32_t saved;
+	int ok = 0;
+	if (LOAD(&init_state) != ST_READY || XCHG(&final_started, 1))
+		return;
+	saved = t->flags;
+	t->flags |= VTF_INBATCH;
+	if (sys_getpid() != vpt_pid)
+		child_fixup(0);
+	if (LOAD(&mode) == MODE_GO) {
+		int gs = GO_NONE;
+		/* lock a consumer that has not started yet out for good, or
+		 * ask the running one */
+		if (!CAS(&go_alive, &gs, GO_LOCKED) && gs == GO_RUNNING)
+			ok = go_request(1, cfg_exit_timeout_ms);
+	}
+	if (!ok) {
+		/* the aggregator is not running (C only, or a short program
+		 * that ends before it started) or did not answer in time */
+		int timedout = LOAD(&mode) == MODE_GO && LOAD(&go_alive) == GO_RUNNING;
+		c_steal_all(1);
+		if (LOAD(&trace_fd) >= 0) /* (a fork child with no events has no file) */
+			end_chunk(VPTRACE_END_CLEAN | (timedout ? VPTRACE_END_FALLBACK : 0));
+	}
+	STORE(&final_done, 1);
+	STORE(&mode, MODE_C);
+	/* events after this point (later destructors, other threads still
+	 * running) are written through by the thread that records them */
+	t->flags = (saved | VTF_FINAL) & ~VTF_INBATCH;
+	t->cur = t->end = 0;
+}
+
+__attribute__((destructor(101))) static void vpt_fini(void)
+{
+	finalize();
+}
+
+/* ------------------------------------------------------------------ */
+/* registration and the C API                                          */
+
+void vpt_register(const struct vpt_object *o)
+{
+	uint32_t n, i;
+	if (!o)
+		return;
+	if (init_normal() != ST_READY)
+		return;
+	if (!obj_valid(o)) {
+		warn_once(W_OBJ, (uint64_t)(uintptr_t)o, "vpt_register: bad object descriptor ignored");
+		return;
+	}
+	n = LOAD(&vpt_nobjs);
+	if (n > VPT_MAXOBJ)
+		n = VPT_MAXOBJ;
+	for (i = 0; i < n; i++)
+		if (LOADA(&vpt_objs[i]) == o)
+			return;
+	i = FADD(&vpt_nobjs, 1);
+	if (i >= VPT_MAXOBJ) {
+		warn_once(W_MAXOBJ, VPT_MAXOBJ, "vpt_register: too many objects");
+		return;
+	}
+	STORER(&vpt_objs[i], o);
+	dump_objects();
+}
+
+/* The object goes away (dlclose): forget it. Its sites stay resolvable in
+ * the trace (its OBJECT chunk was written at registration). */
+void vpt_unregister(const struct vpt_object *o)
+{
+	uint32_t n = LOAD(&vpt_nobjs);
+	if (n > VPT_MAXOBJ)
+		n = VPT_MAXOBJ;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vpt_object *p = o;
+		if (LOADA(&vpt_objs[i]) == o)
+			CAS(&vpt_objs[i], &p, NULL);
+	}
+}
+
+void vptrace_start(void)
+{
+	if (init_normal() != ST_READY)
+		return;
+	if (!XCHG(&vpt_hot.active, 1))
+		note_chunk(VPTRACE_NOTE_START, sys_gettid(), 0, "vptrace_start");
+}
+
+void vptrace_stop(void)
+{
+	if (init_normal() != ST_READY)
+		return;
+	if (XCHG(&vpt_hot.active, 0))
+		note_chunk(VPTRACE_NOTE_STOP, sys_gettid(), 0, "vptrace_stop");
+}
+
+int vptrace_active(void)
+{
+	return LOAD(&init_state) != ST_OFF && LOAD(&vpt_hot.active) != 0;
+}
+
+int vptrace_flush(void)
+{
+	struct vpt_thread *t = &vpt_t;
+	int ok = 0;
+	if (init_normal() != ST_READY)
+		return -1;
+	if (t->flags & VTF_INBATCH)
+		return -1;
+	if (sys_getpid() != vpt_pid) {
+		t->flags |= VTF_INBATCH;
+		child_fixup(0);
+		t->flags &= ~VTF_INBATCH;
+	}
+	if (LOAD(&mode) == MODE_GO && LOAD(&go_alive) == GO_RUNNING && !LOAD(&final_done))
+		ok = go_request(0, cfg_exit_timeout_ms);
+	if (!ok) {
+		t->flags |= VTF_INBATCH;
+		c_steal_all(1);
+		t->flags &= ~VTF_INBATCH;
+	}
+	return 0;
+}
+
+void vptrace_note(const char *text)
+{
+	if (init_normal() != ST_READY)
+		return;
+	note_chunk(VPTRACE_NOTE_TEXT, sys_gettid(), 0, text ? text : "");
+}
+
+const char *vptrace_path(void)
+{
+	if (init_normal() != ST_READY)
+		return NULL;
+	return out_path;
+}
+
+/* ------------------------------------------------------------------ */
+/* for the Go consumer                                                 */
+
+int vpt_go_started(void)
+{
+	int gs = GO_NONE;
+	if (!CAS(&go_alive, &gs, GO_RUNNING))
+		return 0; /* the process is exiting without us */
+	if (LOAD(&init_state) == ST_READY)
+		late_init();
+	return 1;
+}
+
+void vpt_go_tick(void)
+{
+	if (LOAD(&init_state) == ST_READY && sys_getpid() == vpt_pid)
+		late_init();
+}
+
+int vpt_trace_fd(void)
+{
+	if (LOAD(&init_state) != ST_READY || sys_getpid() != vpt_pid)
+		return -1;
+	return LOAD(&trace_fd);
+}
+
+int vpt_trace_mode(void)
+{
+	if (LOAD(&init_state) != ST_READY)
+		return -1;
+	return LOAD(&mode);
+}
+
+int vpt_interval_ms(void)
+{
+	return cfg_interval_ms;
+}

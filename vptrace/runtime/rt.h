@@ -1,0 +1,120 @@
+/*
+ * rt.h: layouts shared by the runtime's C code (rt.c), its assembly
+ * (stubs.S) and its Go code (cgo). Internal to vptrace/runtime; the public
+ * API is vptrace.h.
+ */
+#ifndef VPT_RT_H
+#define VPT_RT_H
+
+/* struct vpt_thread (per thread, initial-exec TLS) offsets, used by stubs.S */
+#define VT_CUR    0   /* next free event slot (address) */
+#define VT_END    8   /* end of the event array; cur >= end: batch path */
+#define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
+#define VT_FLAGS  20
+
+#define VPT_EV_SIZE   24   /* struct vpt_event */
+#define VPT_BUF_HDR   128  /* events start at this offset in a buffer */
+
+/* vpt_hot: the one cache line the per-event path reads */
+#define VH_ACTIVE 0
+#define VH_CLOCK  8
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+#include "vptrace.h" /* struct vpt_object, struct vpt_site */
+#define VPT_OBJ_MAGIC 0x31545056u
+
+/* one event: written by the stub (page1, time, then site last) */
+struct vpt_event {
+	uint64_t page1;  /* page number + 1 */
+	uint64_t site;   /* address of the struct vpt_site; 0: slot not written */
+	uint64_t time;   /* ns since trace start (vpt_hot.clock) */
+};
+
+/* thread flags */
+#define VTF_SETUP   1u   /* tid/serial/key done */
+#define VTF_INBATCH 2u   /* inside the runtime: events are dropped */
+#define VTF_EXITED  4u   /* our key destructor ran */
+#define VTF_RUNTIME 8u   /* a runtime thread (clock): events ignored */
+#define VTF_INIT    16u  /* this thread runs vpt_init */
+
+struct vpt_buf;
+struct vpt_thread {
+	uint64_t cur;          /* 0 */
+	uint64_t end;          /* 8 */
+	uint32_t depth;        /* 16 */
+	uint32_t flags;        /* 20 */
+	struct vpt_buf *buf;   /* 24 */
+	uint64_t drops;        /* 32: cumulative */
+	uint64_t serial;       /* 40 */
+	uint64_t events;       /* 48: cumulative events handed off */
+	uint64_t tstart;       /* 56 */
+	uint32_t tid;          /* 64 */
+	uint32_t pad;
+	char name[16];         /* 72: thread name at its first event */
+};
+
+/* buffer states */
+#define VB_FREE   0u
+#define VB_OWNED  1u
+#define VB_QUEUED 2u
+#define VB_TAKEN  3u
+/* claim word: generation<<32 | consumed; closed while its owner rewrites it */
+#define VPT_CLAIM_CLOSED 0x80000000ull
+/* buffer flags */
+#define VBF_EXIT  1u
+
+struct vpt_buf {
+	uint32_t index;          /* 0: in vpt_bufs */
+	uint32_t next;           /* 4: list link, index+1, 0 = end */
+	uint32_t state;          /* 8 (atomic) */
+	uint32_t flags;          /* 12 */
+	uint64_t claim;          /* 16 (atomic): generation<<32 | events consumed */
+	uint64_t serial;         /* 24: owner thread */
+	uint32_t tid;            /* 32 */
+	uint32_t cap;            /* 36: capacity in events */
+	uint64_t n;              /* 40: events at hand-off */
+	uint64_t drops;          /* 48: owner's cumulative drops at hand-off */
+	uint64_t tstart;         /* 56: owner thread's start time */
+	uint64_t texit;          /* 64: exit time (VBF_EXIT) */
+	uint64_t events;         /* 72: owner's cumulative events incl. this buffer */
+	char name[16];           /* 80: thread name (VBF_EXIT) */
+	uint8_t pad[32];         /* 96 */
+	struct vpt_event ev[];   /* 128 */
+};
+
+/* the hot line */
+struct vpt_hot_s {
+	uint32_t active;         /* 0: 0 = stopped/disabled */
+	uint32_t pad;
+	uint64_t clock;          /* 8: ns since trace start, updated every clock tick */
+	uint64_t pad2[6];
+};
+extern struct vpt_hot_s vpt_hot;
+
+#define VPT_MAXOBJ  65536
+#define VPT_MAXBUFS 65536
+
+extern const struct vpt_object *vpt_objs[VPT_MAXOBJ];
+extern uint32_t vpt_nobjs;
+extern struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
+extern uint32_t vpt_nbufs;
+
+/* interface for the Go consumer (main.go) */
+extern int vpt_consumer_wait(int timeout_ms);     /* 1: work or request pending */
+extern uint32_t vpt_queue_take(void);             /* list head (index+1), FIFO order */
+extern void vpt_buf_release(struct vpt_buf *b, uint64_t used);
+extern int vpt_go_started(void);                  /* 0: stay out (exit went raw) */
+extern void vpt_go_tick(void);                    /* late init in a normal context */
+extern uint64_t vpt_now(void);                    /* ns since trace start */
+extern int vpt_trace_fd(void);
+extern int vpt_trace_mode(void);                  /* 0 Go, 1 C only, -1 off/not open */
+extern uint64_t vpt_flush_requested(void);
+extern uint64_t vpt_final_requested(void);
+extern void vpt_flush_done(uint64_t ticket, int final);
+extern uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites);
+extern const void *vpt_obj_sites_ptr(const struct vpt_object *o, uint32_t *nsites);
+extern int vpt_interval_ms(void);
+#endif
+#endif

@@ -1,0 +1,794 @@
+package main
+
+// Tests of the runtime with real programs: testdata/vt.c drives the
+// hand-instrumented functions of testdata/sites.S (the exact ABI.md
+// sequences), linked with the archive built from this package, and prints
+// the events it expects per thread; the tests read the trace with package
+// trace and compare exactly.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"hijack/vptrace/trace"
+)
+
+var (
+	vtBin    string // the test program
+	libDir   string // libvptrace.a, vptrace.h
+	buildErr error
+	noGCC    bool
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vptrace-rt-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	libDir = dir
+	buildErr = buildVT(dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func buildVT(dir string) error {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		noGCC = true
+		return fmt.Errorf("no gcc: %v", err)
+	}
+	cmd := exec.Command("sh", "build.sh", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build.sh: %v\n%s", err, out)
+	}
+	vtBin = filepath.Join(dir, "vt")
+	cmd = exec.Command("gcc", "-O1", "-g", "-Wall", "-I", dir, "-o", vtBin,
+		"testdata/vt.c", "testdata/sites.S", "testdata/regs.S",
+		filepath.Join(dir, "libvptrace.a"), "-lpthread")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func needVT(t *testing.T) {
+	t.Helper()
+	if noGCC {
+		t.Skip(buildErr)
+	}
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+type run struct {
+	stdout, stderr string
+	err            error
+	trace          string // path
+	dir            string
+}
+
+// runVT runs the test program with VPTRACE_OUT in a fresh directory.
+func runVT(t *testing.T, env []string, args ...string) *run {
+	t.Helper()
+	needVT(t)
+	dir := t.TempDir()
+	r := &run{dir: dir, trace: filepath.Join(dir, "t.vpt")}
+	cmd := exec.Command(vtBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "VPTRACE_OUT="+r.trace)
+	cmd.Env = append(cmd.Env, env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case r.err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("vt %v: timed out\n%s", args, se.String())
+	}
+	r.stdout, r.stderr = so.String(), se.String()
+	return r
+}
+
+type exp struct{ events, reads, writes uint64 }
+
+// expectations parses "E tid page events reads writes" lines, summing lines
+// for the same (tid, page) (a thread's normal and signal-handler tables).
+func expectations(t *testing.T, out string) map[uint32]map[uint64]exp {
+	t.Helper()
+	return expectTagged(t, out, "E")
+}
+
+func expectTagged(t *testing.T, out, tag string) map[uint32]map[uint64]exp {
+	t.Helper()
+	m := map[uint32]map[uint64]exp{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 6 || f[0] != tag {
+			continue
+		}
+		tid, _ := strconv.ParseUint(f[1], 10, 32)
+		page, err := strconv.ParseUint(f[2], 16, 64)
+		if err != nil {
+			t.Fatalf("bad line %q", sc.Text())
+		}
+		ev, _ := strconv.ParseUint(f[3], 10, 64)
+		rd, _ := strconv.ParseUint(f[4], 10, 64)
+		wr, _ := strconv.ParseUint(f[5], 10, 64)
+		if m[uint32(tid)] == nil {
+			m[uint32(tid)] = map[uint64]exp{}
+		}
+		e := m[uint32(tid)][page]
+		m[uint32(tid)][page] = exp{e.events + ev, e.reads + rd, e.writes + wr}
+	}
+	return m
+}
+
+func load(t *testing.T, path string) *trace.Trace {
+	t.Helper()
+	tr, err := trace.Load(path)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	if len(tr.Errors) > 0 {
+		t.Errorf("%s: %v", path, tr.Errors)
+	}
+	return tr
+}
+
+// compare checks the trace against the expectations exactly: the same
+// threads, the same pages, the same counts.
+func compare(t *testing.T, tr *trace.Trace, want map[uint32]map[uint64]exp) {
+	t.Helper()
+	errs := 0
+	report := func(format string, args ...any) {
+		if errs++; errs <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	for tid, pages := range want {
+		th := tr.Thread(tid)
+		if th == nil {
+			report("thread %d (%d pages) missing from the trace", tid, len(pages))
+			continue
+		}
+		for page, e := range pages {
+			p := th.Pages[page]
+			if p == nil {
+				report("thread %d: page %#x missing (want %+v)", tid, page<<12, e)
+				continue
+			}
+			if p.Events != e.events || p.Reads != e.reads || p.Writes != e.writes {
+				report("thread %d page %#x: events/reads/writes %d/%d/%d, want %d/%d/%d",
+					tid, page<<12, p.Events, p.Reads, p.Writes, e.events, e.reads, e.writes)
+			}
+		}
+		for page := range th.Pages {
+			if _, ok := pages[page]; !ok {
+				report("thread %d: page %#x in the trace, never touched", tid, page<<12)
+			}
+		}
+		if th.Drops != 0 {
+			report("thread %d: %d drops", tid, th.Drops)
+		}
+	}
+	for _, th := range tr.Threads {
+		if _, ok := want[th.TID]; !ok {
+			report("thread %d in the trace (%d pages), not expected", th.TID, len(th.Pages))
+		}
+	}
+	if errs > 20 {
+		t.Errorf("... %d errors in all", errs)
+	}
+}
+
+func mustOK(t *testing.T, r *run) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("vt: %v\n%s", r.err, r.stderr)
+	}
+}
+
+func checkClean(t *testing.T, tr *trace.Trace) {
+	t.Helper()
+	if tr.End == nil || tr.End.Flags&trace.EndClean == 0 {
+		t.Errorf("no clean end chunk")
+	}
+	if tr.Truncated || tr.Damaged != 0 {
+		t.Errorf("truncated %v, damaged %d", tr.Truncated, tr.Damaged)
+	}
+}
+
+func TestBasic(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  []string
+	}{
+		{"go", nil},
+		{"raw", []string{"VPTRACE_RAW=1"}},
+		{"smallbuf", []string{"VPTRACE_BUFKB=4"}},
+		{"backlog", []string{"VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=1"}},
+		{"early", []string{"VT_EARLY=1"}},
+		{"noclock", []string{"VPTRACE_CLOCK_US=0", "VPTRACE_INTERVAL_MS=5"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runVT(t, c.env, "basic", "4")
+			mustOK(t, r)
+			tr := load(t, r.trace)
+			want := expectations(t, r.stdout)
+			if len(want) != 5 {
+				t.Fatalf("%d threads in the expectations, want 5", len(want))
+			}
+			compare(t, tr, want)
+			checkClean(t, tr)
+			if c.name == "raw" && tr.Chunks[trace.ChunkAgg] != 0 {
+				t.Errorf("VPTRACE_RAW: %d agg chunks", tr.Chunks[trace.ChunkAgg])
+			}
+			if c.name == "go" && tr.Chunks[trace.ChunkRaw] != 0 {
+				t.Errorf("%d raw chunks, want none", tr.Chunks[trace.ChunkRaw])
+			}
+			checkSites(t, tr)
+		})
+	}
+}
+
+// checkSites: every site resolves, and the attribution is right.
+func checkSites(t *testing.T, tr *trace.Trace) {
+	t.Helper()
+	if len(tr.Objects) != 1 || tr.Objects[0].Name() != "testdata/sites.o" {
+		t.Fatalf("objects: %d", len(tr.Objects))
+	}
+	seen := map[string]bool{}
+	for _, th := range tr.Threads {
+		for _, p := range th.Pages {
+			for _, sc := range p.Sites {
+				s := tr.Site(sc.Site)
+				if !s.Known() {
+					t.Fatalf("site %#x unresolved", sc.Site)
+				}
+				seen[s.Function] = true
+				switch s.Function {
+				case "vt_global":
+					if s.Symbol != "vt_gbuf" || s.Seg != trace.SegGlobal || s.Kind != trace.KindWrite {
+						t.Errorf("vt_global site: %+v", s)
+					}
+				case "vt_tls":
+					if s.Symbol != "vt_tvar" || s.Seg != trace.SegTLS {
+						t.Errorf("vt_tls site: %+v", s)
+					}
+				case "vt_rmw":
+					if s.Kind != trace.KindRMW || s.Where() != "vt_rmw+0x10" {
+						t.Errorf("vt_rmw site: %+v %s", s, s.Where())
+					}
+				}
+			}
+		}
+	}
+	for _, f := range []string{"vt_read", "vt_write", "vt_rmw", "vt_global", "vt_tls", "vt_exact", "vt_read2"} {
+		if !seen[f] {
+			t.Errorf("no events from %s", f)
+		}
+	}
+}
+
+func TestChurn(t *testing.T) {
+	n := "2000"
+	if testing.Short() {
+		n = "300"
+	}
+	r := runVT(t, nil, "churn", n, "50")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	want := expectations(t, r.stdout)
+	if len(want) < 200 {
+		t.Fatalf("only %d threads", len(want))
+	}
+	compare(t, tr, want)
+	checkClean(t, tr)
+	exited := 0
+	for _, th := range tr.Threads {
+		for _, in := range th.Instances {
+			if in.Exited {
+				exited++
+			}
+		}
+	}
+	if exited < len(want)-1 {
+		t.Errorf("%d thread exits recorded, want %d", exited, len(want)-1)
+	}
+}
+
+// TestSignals: instrumented code in signal handlers that interrupt stubs
+// (and the runtime's batch path). Nothing may be lost but what the runtime
+// counts as dropped.
+func TestSignals(t *testing.T) {
+	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}} {
+		t.Run(strings.Join(env, ","), func(t *testing.T) {
+			r := runVT(t, env, "signals", "2", "300")
+			mustOK(t, r)
+			tr := load(t, r.trace)
+			want := expectations(t, r.stdout)
+			var handlerEvents uint64
+			for tid, pages := range want {
+				th := tr.Thread(tid)
+				if th == nil {
+					t.Fatalf("thread %d missing", tid)
+				}
+				var missing uint64
+				for page, e := range pages {
+					p := th.Pages[page]
+					got := uint64(0)
+					if p != nil {
+						got = p.Events
+					}
+					if got > e.events {
+						t.Errorf("thread %d page %#x: %d events, at most %d", tid, page<<12, got, e.events)
+					}
+					missing += e.events - min(got, e.events)
+					if e.writes > 0 {
+						handlerEvents += e.events
+					}
+				}
+				for page := range th.Pages {
+					if _, ok := pages[page]; !ok {
+						t.Errorf("thread %d: page %#x never touched", tid, page<<12)
+					}
+				}
+				if missing != th.Drops {
+					t.Errorf("thread %d: %d events missing, %d reported dropped", tid, missing, th.Drops)
+				}
+				t.Logf("thread %d: %d events, %d dropped", tid, th.Events, th.Drops)
+			}
+			if handlerEvents == 0 {
+				t.Errorf("no events from signal handlers")
+			}
+			checkClean(t, tr)
+		})
+	}
+}
+
+// TestStress: threads flood the runtime while the aggregator steals from
+// their buffers every millisecond and they fall back to writing their own
+// buffers (backlog): the claim protocol must neither lose nor duplicate.
+func TestStress(t *testing.T) {
+	n := "1000000"
+	if testing.Short() {
+		n = "200000"
+	}
+	for _, env := range [][]string{
+		{"VPTRACE_INTERVAL_MS=1"},
+		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=2"},
+		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_MAXMB=1"},
+	} {
+		t.Run(strings.Join(env, ","), func(t *testing.T) {
+			r := runVT(t, env, "stress", "3", n)
+			mustOK(t, r)
+			tr := load(t, r.trace)
+			compare(t, tr, expectations(t, r.stdout))
+			checkClean(t, tr)
+			t.Logf("chunks: %v", tr.Chunks)
+		})
+	}
+}
+
+func TestFork(t *testing.T) {
+	r := runVT(t, nil, "fork")
+	mustOK(t, r)
+	var child int
+	var childPath string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "C" {
+			child, _ = strconv.Atoi(f[1])
+			childPath = f[2]
+		}
+	}
+	if child == 0 {
+		t.Fatalf("no child line:\n%s", r.stdout)
+	}
+	if want := fmt.Sprintf("%s.%d", r.trace, child); childPath != want {
+		t.Errorf("child trace %q, want %q", childPath, want)
+	}
+	parent := expectations(t, r.stdout)
+	kids := expectTagged(t, r.stdout, "F")
+	pt := load(t, r.trace)
+	compare(t, pt, parent)
+	checkClean(t, pt)
+	ct := load(t, childPath)
+	compare(t, ct, kids)
+	checkClean(t, ct)
+	if ct.Header.Flags&trace.HeaderForked == 0 || ct.Header.PID != uint32(child) || ct.Header.PPID != pt.Header.PID {
+		t.Errorf("child header %+v", ct.Header)
+	}
+	if len(parent) != 1 || len(kids) != 2 {
+		t.Errorf("parent threads %d (want 1), child threads %d (want 2)", len(parent), len(kids))
+	}
+}
+
+// TestForkQuiet: fork children that record nothing (one execs, one
+// exits) leave no trace file.
+func TestForkQuiet(t *testing.T) {
+	r := runVT(t, nil, "forkquiet")
+	mustOK(t, r)
+	compare(t, load(t, r.trace), expectations(t, r.stdout))
+	ls, _ := filepath.Glob(r.trace + "*")
+	if len(ls) != 1 {
+		t.Errorf("files %v, want only the parent's", ls)
+	}
+}
+
+func TestExitThread(t *testing.T) {
+	r := runVT(t, nil, "exitthread")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	want := expectations(t, r.stdout)
+	if len(want) != 3 {
+		t.Fatalf("%d threads, want 3", len(want))
+	}
+	compare(t, tr, want)
+	checkClean(t, tr)
+}
+
+func TestStopStart(t *testing.T) {
+	r := runVT(t, nil, "stopstart")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	compare(t, tr, expectations(t, r.stdout))
+	if tr.Chunks[trace.ChunkObject] != 2 || len(tr.Objects) != 1 {
+		t.Errorf("register, repeat, unregister, register: %d object chunks, %d objects", tr.Chunks[trace.ChunkObject], len(tr.Objects))
+	}
+	var kinds []uint32
+	for _, n := range tr.Notes {
+		kinds = append(kinds, n.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint([]uint32{trace.NoteStop, trace.NoteStart, trace.NoteText}) || tr.Notes[2].Text != "phase two" {
+		t.Errorf("notes %v", kinds)
+	}
+
+	r = runVT(t, []string{"VPTRACE_START=stopped"}, "startstopped")
+	mustOK(t, r)
+	tr = load(t, r.trace)
+	compare(t, tr, expectations(t, r.stdout))
+	if tr.Header.Flags&trace.HeaderStopped == 0 {
+		t.Errorf("header flags %#x", tr.Header.Flags)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	r := runVT(t, []string{"VPTRACE=off"}, "basic", "2")
+	mustOK(t, r)
+	if _, err := os.Stat(r.trace); !os.IsNotExist(err) {
+		t.Errorf("VPTRACE=off wrote %s (%v)", r.trace, err)
+	}
+}
+
+// TestDefaultPath: without VPTRACE_OUT the trace is vptrace.<pid>.vpt.
+func TestDefaultPath(t *testing.T) {
+	needVT(t)
+	dir := t.TempDir()
+	cmd := exec.Command(vtBin, "stopstart")
+	cmd.Dir = dir
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "VPTRACE") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := filepath.Join(dir, fmt.Sprintf("vptrace.%d.vpt", cmd.Process.Pid))
+	if _, err := os.Stat(want); err != nil {
+		ls, _ := os.ReadDir(dir)
+		t.Fatalf("%v (dir: %v)", err, ls)
+	}
+}
+
+// TestCrash: SIGKILL after a flush and a few streaming intervals: what was
+// recorded before is in the file; the rest may be lost. Then the file is
+// damaged at the end as if killed while writing a chunk.
+func TestCrash(t *testing.T) {
+	r := runVT(t, nil, "crash")
+	if ws, ok := r.err.(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("vt crash: %v\n%s", r.err, r.stderr)
+	}
+	tr := load(t, r.trace)
+	want := expectations(t, r.stdout)
+	compareSubset(t, tr, want, 300)
+	if tr.End != nil {
+		t.Errorf("end chunk after SIGKILL")
+	}
+	// a half-written chunk at the end
+	data, err := os.ReadFile(r.trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := trace.AppendChunk(nil, trace.ChunkRaw, make([]byte, 1000))
+	damaged := filepath.Join(r.dir, "damaged.vpt")
+	os.WriteFile(damaged, append(data, half[:500]...), 0o644)
+	tr2 := load(t, damaged)
+	if !tr2.Truncated {
+		t.Errorf("truncated tail not reported")
+	}
+	compareSubset(t, tr2, want, 300)
+}
+
+// compareSubset: the expected pages are there with their counts; the
+// thread may have up to `extra` more pages (recorded after the expectation
+// was printed).
+func compareSubset(t *testing.T, tr *trace.Trace, want map[uint32]map[uint64]exp, extra int) {
+	t.Helper()
+	for tid, pages := range want {
+		th := tr.Thread(tid)
+		if th == nil {
+			t.Fatalf("thread %d missing", tid)
+		}
+		for page, e := range pages {
+			p := th.Pages[page]
+			if p == nil || p.Events != e.events || p.Reads != e.reads || p.Writes != e.writes {
+				t.Errorf("thread %d page %#x: %+v, want %+v", tid, page<<12, p, e)
+			}
+		}
+		if len(th.Pages) > len(pages)+extra {
+			t.Errorf("thread %d: %d pages, want at most %d", tid, len(th.Pages), len(pages)+extra)
+		}
+	}
+}
+
+func TestQuickExit(t *testing.T) {
+	r := runVT(t, nil, "quickexit")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	compare(t, tr, expectations(t, r.stdout))
+	if tr.End != nil {
+		t.Errorf("end chunk after _exit")
+	}
+}
+
+// TestInstrumented: a C program rewritten by hijack's vptrace preset (the
+// real instrumentation, cmd/hijack) and linked with the runtime: every page
+// its loops touch is in the trace, for the right thread, and nothing else.
+// Skipped when the rewriter is not available or fails (that is tested in
+// its own package); a wrong trace fails.
+func TestInstrumented(t *testing.T) {
+	needVT(t)
+	dir := t.TempDir()
+	hj := filepath.Join(dir, "hijack")
+	if out, err := exec.Command("go", "build", "-o", hj, "hijack/cmd/hijack").CombinedOutput(); err != nil {
+		t.Skipf("building hijack: %v\n%s", err, out)
+	}
+	obj, inst, bin := filepath.Join(dir, "prog.o"), filepath.Join(dir, "prog.inst.o"), filepath.Join(dir, "prog")
+	if out, err := exec.Command("gcc", "-O2", "-c", "testdata/prog.c", "-o", obj).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, mode := range []string{"default", "exact"} {
+		args := []string{"--preset", "vptrace", obj, inst}
+		if mode == "exact" {
+			args = []string{"--preset", "vptrace", "--param", "exact=true", obj, inst}
+		}
+		if out, err := exec.Command(hj, args...).CombinedOutput(); err != nil {
+			t.Skipf("hijack %v: %v\n%s", args, err, out)
+		}
+		if out, err := exec.Command("gcc", inst, filepath.Join(libDir, "libvptrace.a"), "-lpthread", "-o", bin).CombinedOutput(); err != nil {
+			t.Fatalf("link: %v\n%s", err, out)
+		}
+		vpt := filepath.Join(dir, mode+".vpt")
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		tr := load(t, vpt)
+		want := map[uint32]map[uint64]bool{}
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 4 || f[0] != "R" {
+				continue
+			}
+			tid, _ := strconv.ParseUint(f[1], 10, 32)
+			addr, _ := strconv.ParseUint(f[2], 16, 64)
+			n, _ := strconv.ParseUint(f[3], 10, 64)
+			if want[uint32(tid)] == nil {
+				want[uint32(tid)] = map[uint64]bool{}
+			}
+			for p := addr >> 12; p <= (addr+n-1)>>12; p++ {
+				want[uint32(tid)][p] = true
+			}
+		}
+		if len(want) != 4 {
+			t.Fatalf("%s: %d threads reported:\n%s", mode, len(want), out)
+		}
+		for tid, pages := range want {
+			th := tr.Thread(tid)
+			if th == nil {
+				t.Errorf("%s: thread %d missing", mode, tid)
+				continue
+			}
+			missing := 0
+			for p := range pages {
+				if th.Pages[p] == nil {
+					missing++
+				}
+			}
+			extra := 0
+			for p := range th.Pages {
+				if !pages[p] {
+					extra++
+				}
+			}
+			if missing != 0 || extra != 0 {
+				t.Errorf("%s: thread %d: %d of %d pages missing, %d pages never touched", mode, tid, missing, len(pages), extra)
+			}
+			if th.Reads == 0 || th.Writes == 0 {
+				t.Errorf("%s: thread %d: reads %d writes %d", mode, tid, th.Reads, th.Writes)
+			}
+		}
+		if len(tr.Threads) != 4 {
+			t.Errorf("%s: %d threads in the trace", mode, len(tr.Threads))
+		}
+	}
+}
+
+// TestRep: vpt_rep records every page of rep string ranges, forwards and
+// backwards, short (the assembly path) and long (C), across hand-offs.
+func TestRep(t *testing.T) {
+	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}, {"VPTRACE_RAW=1"}} {
+		r := runVT(t, env, "rep")
+		mustOK(t, r)
+		tr := load(t, r.trace)
+		compare(t, tr, expectations(t, r.stdout))
+		for _, th := range tr.Threads {
+			for _, p := range th.Pages {
+				for _, sc := range p.Sites {
+					if s := tr.Site(sc.Site); s.Kind&0x30 == 0 {
+						t.Errorf("site %s kind %v", s.Where(), s.Kind)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRegisters: every vpt_slow_<reg> (and vpt_rep) preserves every general register,
+// the arithmetic flags and DF, ymm0-15, MXCSR and the x87 state, on the
+// per-event path and on the batch path (first event of a thread, full
+// buffers).
+func TestRegisters(t *testing.T) {
+	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}, {"VPTRACE_RAW=1", "VPTRACE_BUFKB=4"}} {
+		r := runVT(t, env, "regs")
+		if strings.Contains(r.stdout, "SKIP") {
+			t.Skip(r.stdout)
+		}
+		mustOK(t, r)
+		tr := load(t, r.trace)
+		want := expectations(t, r.stdout)
+		if len(want) != 16 {
+			t.Errorf("%d threads, want 16", len(want))
+		}
+		compare(t, tr, want)
+	}
+}
+
+// TestValgrind runs the program under memcheck: no errors from the
+// runtime's C code; leaks only from the Go runtime (see FORMAT.md notes).
+func TestValgrind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	needVT(t)
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("no valgrind")
+	}
+	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}} {
+		dir := t.TempDir()
+		args := append([]string{"--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+			"--suppressions=testdata/valgrind.supp", "--trace-children=yes", "-q", vtBin}, sc...)
+		cmd := exec.Command("valgrind", args...)
+		cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "v.vpt"))
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		cmd.Stdout = new(bytes.Buffer)
+		if err := cmd.Run(); err != nil {
+			t.Errorf("valgrind vt %v: %v\n%s", sc, err, tailStr(se.String(), 6000))
+			continue
+		}
+		tr := load(t, filepath.Join(dir, "v.vpt"))
+		compare(t, tr, expectations(t, cmd.Stdout.(*bytes.Buffer).String()))
+	}
+}
+
+func tailStr(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// BenchmarkStub runs the test program's benchmark scenarios 5 times each
+// and reports medians (go test -run XXX -bench Stub -benchtime 1x):
+//
+//	hot_event_ns        one slow-path event, the stub alone (buffer has room)
+//	event_ns            one slow-path event sustained: an exact-mode site in a
+//	                    tight loop, 10M events, hand-offs and aggregation included
+//	fastpath_ns         the inline fast path when the slot matches (no call)
+//	stopped_event_ns    a slow-path call while tracing is stopped
+//	handoff_ns, _p90_ns the event that finds its buffer full and hands it over
+//	raw_handoff_ns      the same when the thread writes its buffer itself (VPTRACE_RAW)
+//	tp_end2end_Mev/s    2 threads, 10M events each, until vptrace_flush returns
+func BenchmarkStub(b *testing.B) {
+	if buildErr != nil {
+		b.Skip(buildErr)
+	}
+	metrics := map[string][]float64{}
+	runs := []struct {
+		prefix string
+		env    []string
+		args   []string
+		keep   map[string]bool
+	}{
+		{"", []string{"VPTRACE_BUFKB=4096"}, []string{"hot", "300"}, nil},
+		{"", nil, []string{"bench", "10000000"}, map[string]bool{"event_ns": true, "fastpath_ns": true}},
+		{"stopped_", []string{"VPTRACE_START=stopped"}, []string{"bench", "10000000"}, map[string]bool{"event_ns": true}},
+		{"", nil, []string{"handoffs", "200"}, map[string]bool{"handoff_ns": true, "handoff_p90_ns": true}},
+		{"raw_", []string{"VPTRACE_RAW=1"}, []string{"handoffs", "100"}, map[string]bool{"handoff_ns": true}},
+		{"", nil, []string{"throughput", "2", "10000000"}, nil},
+	}
+	for _, r := range runs {
+		for i := 0; i < 5; i++ {
+			dir := b.TempDir()
+			cmd := exec.Command(vtBin, r.args...)
+			cmd.Env = append(append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "b.vpt")), r.env...)
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			vals := map[string]float64{}
+			for _, l := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(l); len(f) == 3 && f[0] == "B" {
+					v, _ := strconv.ParseFloat(f[2], 64)
+					vals[f[1]] = v
+				}
+			}
+			if ev, ok := vals["tp_events"]; ok {
+				metrics["tp_end2end_Mev/s"] = append(metrics["tp_end2end_Mev/s"], ev/vals["tp_total_s"]/1e6)
+				continue
+			}
+			for k, v := range vals {
+				if r.keep == nil || r.keep[k] {
+					metrics[r.prefix+k] = append(metrics[r.prefix+k], v)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(metrics))
+	for k := range metrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		b.ReportMetric(median(metrics[k]), k)
+	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,472 @@
+/*
+ * stubs.S: the slow-path entry points vpt_slow_<reg> of ABI.md.
+ *
+ * Per-event path (no call, no Go, async-signal-safe): saves rdi rsi rax rdx
+ * rcx r8 and the arithmetic flags (seto/lahf), reserves a 24-byte slot in the
+ * calling thread's buffer with one xadd on a TLS word (so a signal handler
+ * that interrupts us reserves the next slot), stores page+1, time and the
+ * site address (site last: a slot with site == 0 is not written yet) and
+ * returns. The buffer is full, or the thread has none yet: batch path.
+ *
+ * Batch path (.Lfull): saves RFLAGS (pushfq, then cld for C), r9-r11, and the
+ * x87/SSE/AVX/AVX-512 state with xsave (mask and size from cpuid, computed on
+ * first use) on a 64-byte aligned stack area, then calls the C function
+ * vpt_full(page1, site, time), which hands the buffer over and stores the
+ * event. rbx, rbp, r12-r15 are callee-saved in C.
+ */
+#include "rt.h"
+
+/*
+ * XSAVE_CALL fn: with rbp set up as the frame, r9-r11 pushed and the
+ * arguments in rdi rsi rdx rcx r8: save the x87/SSE/AVX/AVX-512 state
+ * on a 64-byte aligned area below, call fn, restore. Clobbers rax, rdx
+ * (after passing rdx), flags.
+ */
+	.macro XSAVE_CALL fn
+	pushq %rdx
+	movl vpt_xsave_size(%rip), %eax
+	testl %eax, %eax
+	jnz 1f
+	call vpt_xsave_init
+1:	popq %rdx
+	subq %rax, %rsp
+	andq $-64, %rsp
+	cmpl $0, vpt_xsave_mask(%rip)
+	je 2f
+	pushq %rdx
+	xorl %eax, %eax
+	movq %rax, 8+512(%rsp)          /* the XSAVE header must be zero but XSTATE_BV */
+	movq %rax, 8+520(%rsp)
+	movq %rax, 8+528(%rsp)
+	movq %rax, 8+536(%rsp)
+	movq %rax, 8+544(%rsp)
+	movq %rax, 8+552(%rsp)
+	movq %rax, 8+560(%rsp)
+	movq %rax, 8+568(%rsp)
+	movl vpt_xsave_mask(%rip), %eax
+	xorl %edx, %edx
+	xsave64 8(%rsp)
+	popq %rdx
+	jmp 3f
+2:	fxsave64 (%rsp)
+3:	call \fn
+	movl vpt_xsave_mask(%rip), %eax
+	testl %eax, %eax
+	je 4f
+	xorl %edx, %edx
+	xrstor64 (%rsp)
+	jmp 5f
+4:	fxrstor64 (%rsp)
+5:
+	.endm
+
+	.text
+
+	.macro STUB reg
+	.globl vpt_slow_\reg
+	.type vpt_slow_\reg, @function
+	.p2align 4
+vpt_slow_\reg:
+	.cfi_startproc
+	pushq %rdi
+	.cfi_adjust_cfa_offset 8
+	movq %\reg, %rdi
+	jmp vpt_event
+	.cfi_endproc
+	.size vpt_slow_\reg, .-vpt_slow_\reg
+	.endm
+
+	STUB rax
+	STUB rcx
+	STUB rdx
+	STUB rbx
+	STUB rbp
+	STUB rsi
+	STUB r8
+	STUB r9
+	STUB r10
+	STUB r11
+	STUB r12
+	STUB r13
+	STUB r14
+	STUB r15
+
+	.globl vpt_slow_rdi
+	.type vpt_slow_rdi, @function
+	.p2align 4
+vpt_slow_rdi:
+	.cfi_startproc
+	pushq %rdi
+	.cfi_adjust_cfa_offset 8
+	jmp vpt_event
+	.cfi_endproc
+	.size vpt_slow_rdi, .-vpt_slow_rdi
+
+/* vpt_event: rdi = page+1; the original rdi is at 0(%rsp), the return address at 8(%rsp). */
+	.hidden vpt_event
+	.type vpt_event, @function
+	.p2align 4
+vpt_event:
+	.cfi_startproc
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi
+	.cfi_adjust_cfa_offset 8
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	pushq %rcx
+	.cfi_adjust_cfa_offset 8
+	pushq %r8
+	.cfi_adjust_cfa_offset 8
+	seto %al
+	lahf
+	movl %eax, %ecx                 /* cx: arithmetic flags */
+	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
+	je .Lret
+	movq vpt_hot+VH_CLOCK(%rip), %r8
+	movq 48(%rsp), %rsi             /* return address -> nopl site(%rip) */
+	movslq 3(%rsi), %rax
+	leaq 7(%rsi,%rax), %rsi         /* site = end of the nopl + disp32 */
+	movq vpt_t@gottpoff(%rip), %rdx
+	incl %fs:VT_DEPTH(%rdx)
+	movl $VPT_EV_SIZE, %eax
+	xaddq %rax, %fs:VT_CUR(%rdx)
+	cmpq %fs:VT_END(%rdx), %rax
+	jae .Lfull
+	movq %rdi, (%rax)
+	movq %r8, 16(%rax)
+	movq %rsi, 8(%rax)
+	decl %fs:VT_DEPTH(%rdx)
+.Lret:
+	movl %ecx, %eax
+	addb $0x7f, %al                 /* OF */
+	sahf                            /* SF ZF AF PF CF */
+.Lpop:
+	popq %r8
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	ret
+
+.Lfull:
+	.cfi_adjust_cfa_offset 48
+	movl %ecx, %eax                 /* the caller's arithmetic flags back first */
+	addb $0x7f, %al
+	sahf
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -72
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq %r8, %rdx                  /* vpt_full(page1, site, time) */
+	XSAVE_CALL vpt_full
+	leaq -24(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %rbp
+	.cfi_def_cfa %rsp, 64
+	.cfi_restore %rbp
+	popfq
+	.cfi_adjust_cfa_offset -8
+	jmp .Lpop
+	.cfi_endproc
+	.size vpt_event, .-vpt_event
+
+/*
+ * vpt_rep: called before a rep string instruction (ABI.md), nothing in
+ * registers but the instruction's own operands. The site's kind bit 4 says
+ * the range starts at rsi, bit 5 at rdi; rcx elements of the site's size
+ * bytes, forwards (DF clear) or backwards (DF set: the range ends at
+ * rsi/rdi + size). One page: the per-event path (vpt_event). More pages,
+ * or both bits: vpt_rep_c, an event per page.
+ */
+	.globl vpt_rep
+	.type vpt_rep, @function
+	.p2align 4
+vpt_rep:
+	.cfi_startproc
+	pushq %rdi                      /* vpt_event's saved-rdi slot */
+	.cfi_adjust_cfa_offset 8
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	pushq %rcx
+	.cfi_adjust_cfa_offset 8
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi                      /* 0 rsi, 8 rdx, 16 rcx, 24 rax, 32 flags, 40 rdi, 48 ret (vpt_rep) */
+	.cfi_adjust_cfa_offset 8
+	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
+	je .Lrep_ret
+	movq 16(%rsp), %rcx             /* elements */
+	testq %rcx, %rcx
+	jz .Lrep_ret
+	movq 48(%rsp), %rax
+	movslq 3(%rax), %rdx
+	leaq 7(%rax,%rdx), %rax         /* site */
+	movzbl 16(%rax), %edx           /* kind */
+	andl $0x30, %edx
+	movq 0(%rsp), %rsi              /* source range: rsi */
+	cmpl $0x10, %edx
+	je 1f
+	movq 40(%rsp), %rsi             /* destination range: rdi */
+	cmpl $0x20, %edx
+	jne .Lrep_slow                  /* both, or neither */
+1:	movzwl 18(%rax), %edx           /* element size */
+	testl %edx, %edx
+	jz .Lrep_slow
+	cmpq $4096, %rcx
+	jae .Lrep_slow
+	imulq %rdx, %rcx                /* bytes */
+	btq $10, 32(%rsp)               /* DF */
+	jnc 2f
+	addq %rdx, %rsi                 /* backwards: the range ends at base + size */
+	subq %rcx, %rsi
+2:	leaq -1(%rsi,%rcx), %rcx        /* last byte */
+	shrq $12, %rsi
+	shrq $12, %rcx
+	cmpq %rsi, %rcx
+	jne .Lrep_slow
+	leaq 1(%rsi), %rdi              /* page+1 */
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popfq
+	.cfi_adjust_cfa_offset -8
+	jmp vpt_event                   /* saved rdi at 0(%rsp), return address at 8 */
+
+.Lrep_slow:
+	.cfi_adjust_cfa_offset 40
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -64
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r8
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq 56(%rbp), %rax             /* return address */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi         /* vpt_rep_c(site, rsi, rdi, rcx, rflags) */
+	movq 8(%rbp), %rsi
+	movq 48(%rbp), %rdx
+	movq 24(%rbp), %rcx
+	movq 40(%rbp), %r8
+	XSAVE_CALL vpt_rep_c
+	leaq -32(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rbp
+	.cfi_def_cfa %rsp, 56
+	.cfi_restore %rbp
+.Lrep_ret:
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popfq                           /* all flags, DF included */
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size vpt_rep, .-vpt_rep
+
+/*
+ * vpt_range: called at the exit of a loop whose site sweeps memory with a
+ * constant step (ABI.md "Sweeps"): the caller pushed the first access's
+ * address, then the last's; the return address points at nopl site(%rip).
+ * Records every page of [min, max + size - 1] (size: the site's access
+ * size). One page: the per-event path; more: vpt_range_c. Preserves
+ * everything (the caller saves no flags); the caller pops the addresses.
+ */
+	.globl vpt_range
+	.type vpt_range, @function
+	.p2align 4
+vpt_range:
+	.cfi_startproc
+	pushq %rdi                      /* vpt_event's saved-rdi slot */
+	.cfi_adjust_cfa_offset 8
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	pushq %rcx
+	.cfi_adjust_cfa_offset 8
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi                      /* 0 rsi .. 32 flags, 40 rdi, 48 ret, 56 last, 64 first */
+	.cfi_adjust_cfa_offset 8
+	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
+	je .Lrange_ret
+	movq 48(%rsp), %rax
+	movslq 3(%rax), %rdx
+	leaq 7(%rax,%rdx), %rax         /* site */
+	movzwl 18(%rax), %edx           /* access size */
+	testl %edx, %edx
+	jnz 1f
+	movl $1, %edx
+1:	movq 64(%rsp), %rcx             /* first */
+	movq 56(%rsp), %rsi             /* last */
+	cmpq %rcx, %rsi
+	jae 2f
+	xchgq %rcx, %rsi                /* rcx = lowest, rsi = highest address */
+2:	leaq -1(%rsi,%rdx), %rsi        /* last byte */
+	shrq $12, %rcx
+	shrq $12, %rsi
+	cmpq %rcx, %rsi
+	jne .Lrange_slow
+	leaq 1(%rcx), %rdi              /* page+1 */
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popfq
+	.cfi_adjust_cfa_offset -8
+	jmp vpt_event                   /* saved rdi at 0(%rsp), return address at 8 */
+
+.Lrange_slow:
+	.cfi_adjust_cfa_offset 40
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -64
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r8
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq 56(%rbp), %rax             /* return address */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi         /* vpt_range_c(site, first, last) */
+	movq 72(%rbp), %rsi
+	movq 64(%rbp), %rdx
+	XSAVE_CALL vpt_range_c
+	leaq -32(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rbp
+	.cfi_def_cfa %rsp, 56
+	.cfi_restore %rbp
+.Lrange_ret:
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popfq
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size vpt_range, .-vpt_range
+
+/*
+ * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|
+ * ZMM_Hi256|Hi16_ZMM: everything C code may touch; AMX tiles, PKRU, CET are
+ * left alone) and vpt_xsave_size (end of the highest component in the
+ * standard format), returns the size in eax. Clobbers flags only.
+ * Without OS-enabled XSAVE: mask 0, fxsave (512 bytes).
+ */
+	.hidden vpt_xsave_init
+	.type vpt_xsave_init, @function
+	.p2align 4
+vpt_xsave_init:
+	.cfi_startproc
+	pushq %rbx
+	pushq %rcx
+	pushq %rdx
+	pushq %rsi
+	pushq %rdi
+	movl $1, %eax
+	cpuid
+	btl $27, %ecx                   /* OSXSAVE */
+	jnc .Lfx
+	xorl %ecx, %ecx
+	xgetbv
+	andl $0xe7, %eax
+	movl %eax, %esi                 /* mask */
+	movl $576, %edi                 /* legacy area + header */
+	movl $2, %ecx
+.Lcomp:
+	btl %ecx, %esi
+	jnc .Lnext
+	pushq %rcx
+	movl $0xd, %eax
+	cpuid                           /* eax: size, ebx: offset of component ecx */
+	addl %ebx, %eax
+	cmpl %edi, %eax
+	cmoval %eax, %edi
+	popq %rcx
+.Lnext:
+	incl %ecx
+	cmpl $8, %ecx
+	jb .Lcomp
+	movl %esi, vpt_xsave_mask(%rip)
+	movl %edi, %eax
+	jmp .Ldone
+.Lfx:
+	movl $0, vpt_xsave_mask(%rip)
+	movl $512, %eax
+.Ldone:
+	movl %eax, vpt_xsave_size(%rip)
+	popq %rdi
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rbx
+	ret
+	.cfi_endproc
+	.size vpt_xsave_init, .-vpt_xsave_init
+
+	.data
+	.p2align 2
+	.hidden vpt_xsave_size
+	.globl vpt_xsave_size
+vpt_xsave_size:	.long 0
+	.hidden vpt_xsave_mask
+	.globl vpt_xsave_mask
+vpt_xsave_mask:	.long 0
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,263 @@
+/*
+ * sites.S: what hijack's vptrace preset emits into an object, written by
+ * hand (ABI.md version 1): a .vptrace section with the object descriptor,
+ * the site records and the strings; TLS last-page slots; a constructor that
+ * calls vpt_register; and functions whose accesses are instrumented with the
+ * exact fast-path/slow-path sequence.
+ *
+ * Sites (see vt.c, which mirrors this table):
+ *   0 vt_read      read   heap
+ *   1 vt_write     write  heap
+ *   2 vt_rmw       rmw    heap
+ *   3 vt_global    write  global  vt_gbuf
+ *   4 vt_tls       read   tls     vt_tvar
+ *   5 vt_exact     read   heap    (exact mode: no slot, every call records)
+ *   6 vt_exact_w   write  heap    (exact mode)
+ *   7 vt_regtest   read   heap    (regs.S)
+ *   8 vt_read2     read   heap    (scratch rdx, flags live and saved)
+ *   9 vt_movsb     rep source      read   (vpt_rep, rsi, 1-byte elements)
+ *  10 vt_movsb     rep destination write  (vpt_rep, rdi)
+ *  11 vt_stosq     rep destination write  (vpt_rep, rdi, 8-byte elements)
+ *  12 vt_movsq_back rep source     read   (DF set: backwards)
+ *  13 vt_movsq_back rep destination write
+ */
+#define NSITES 14
+
+	.section .vptrace,"a",@progbits
+	.p2align 3
+	.globl vt_object
+vt_object:
+	.long 0x31545056
+	.long 1
+	.long NSITES
+	.long 2				/* flags: bit 1, reserved = slots' TPOFF */
+	.long vt_sites - .
+	.long vt_strs - .
+	.long s_name - vt_strs
+	.long vt_strs_end - vt_strs
+	.quad 0x0123456789abcdef
+	.quad vt_slots@tpoff		/* R_X86_64_TPOFF64 */
+
+	.globl vt_sites
+vt_sites:
+	.macro SITE func, off, sym, symoff, kind, seg, size
+	.long \func - vt_strs, \off
+	.long \sym
+	.long \symoff
+	.byte \kind, \seg
+	.short \size
+	.long 1, 0, 1000000
+	.endm
+	SITE s_read, 0x10, 0xffffffff, 0, 1, 0, 1
+	SITE s_write, 0x10, 0xffffffff, 0, 2, 0, 1
+	SITE s_rmw, 0x10, 0xffffffff, 0, 3, 0, 1
+	SITE s_global, 0x18, s_gbuf-vt_strs, 0, 2, 1, 1
+	SITE s_tls, 0x14, s_tvar-vt_strs, 0, 1, 3, 4
+	SITE s_exact, 0x8, 0xffffffff, 0, 1, 0, 1
+	SITE s_exactw, 0x8, 0xffffffff, 0, 2, 0, 1
+	SITE s_regtest, 0x40, 0xffffffff, 0, 1, 0, 8
+	SITE s_read2, 0x20, 0xffffffff, 0, 1, 0, 8
+	SITE s_movsb, 0x10, 0xffffffff, 0, 0x11, 0, 1
+	SITE s_movsb, 0x10, 0xffffffff, 0, 0x22, 0, 1
+	SITE s_stosq, 0x8, 0xffffffff, 0, 0x22, 0, 8
+	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x11, 0, 8
+	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x22, 0, 8
+
+vt_strs:
+	.byte 0
+s_name:	.asciz "testdata/sites.o"
+s_read:	.asciz "vt_read"
+s_write: .asciz "vt_write"
+s_rmw:	.asciz "vt_rmw"
+s_global: .asciz "vt_global"
+s_tls:	.asciz "vt_tls"
+s_exact: .asciz "vt_exact"
+s_exactw: .asciz "vt_exact_w"
+s_regtest: .asciz "vt_regtest"
+s_read2: .asciz "vt_read2"
+s_movsb: .asciz "vt_movsb"
+s_stosq: .asciz "vt_stosq"
+s_movsqb: .asciz "vt_movsq_back"
+s_gbuf:	.asciz "vt_gbuf"
+s_tvar:	.asciz "vt_tvar"
+vt_strs_end:
+
+	.section .tbss,"awT",@nobits
+	.p2align 3
+	.globl vt_slots
+vt_slots:
+	.zero 8*NSITES
+	.p2align 6
+	.globl vt_tvar
+vt_tvar:
+	.zero 64
+
+	.bss
+	.p2align 12
+	.globl vt_gbuf
+vt_gbuf:
+	.zero 16*4096
+
+	.section .init_array,"aw"
+	.p2align 3
+	.quad vt_ctor
+
+	.text
+vt_ctor:
+	leaq vt_object(%rip), %rdi
+	jmp vpt_register
+
+/* fast path for site k: EA in %rdi, scratch \reg */
+	.macro FAST k, reg
+	leaq (%rdi), %\reg
+	shrq $12, %\reg
+	leaq 1(%\reg), %\reg
+	cmpq %\reg, %fs:vt_slots@tpoff+8*\k
+	je 1f
+	leaq -128(%rsp), %rsp
+	call vpt_slow_\reg
+	nopl vt_sites+32*\k(%rip)	/* 0f 1f 05 disp32: the site */
+	leaq 128(%rsp), %rsp
+	movq %\reg, %fs:vt_slots@tpoff+8*\k
+1:
+	.endm
+
+/* exact mode: no compare, no slot */
+	.macro EXACT k, reg
+	leaq (%rdi), %\reg
+	shrq $12, %\reg
+	leaq 1(%\reg), %\reg
+	leaq -128(%rsp), %rsp
+	call vpt_slow_\reg
+	nopl vt_sites+32*\k(%rip)
+	leaq 128(%rsp), %rsp
+	.endm
+
+/* before a rep string instruction: nothing in registers */
+	.macro REPSITE k
+	leaq -128(%rsp), %rsp
+	call vpt_rep
+	nopl vt_sites+32*\k(%rip)
+	leaq 128(%rsp), %rsp
+	.endm
+
+	.globl vt_read
+	.type vt_read, @function
+vt_read:				/* int vt_read(const void *p) */
+	FAST 0, rax
+	movzbl (%rdi), %eax
+	ret
+	.size vt_read, .-vt_read
+
+	.globl vt_write
+	.type vt_write, @function
+vt_write:				/* void vt_write(void *p) */
+	FAST 1, rcx
+	movb $1, (%rdi)
+	ret
+	.size vt_write, .-vt_write
+
+	.globl vt_rmw
+	.type vt_rmw, @function
+vt_rmw:					/* void vt_rmw(void *p) */
+	FAST 2, r11
+	incb (%rdi)
+	ret
+	.size vt_rmw, .-vt_rmw
+
+	.globl vt_global
+	.type vt_global, @function
+vt_global:				/* void *vt_global(long page) */
+	shlq $12, %rdi
+	leaq vt_gbuf(%rip), %rax
+	addq %rax, %rdi
+	FAST 3, r8
+	movb $1, (%rdi)
+	movq %rdi, %rax
+	ret
+	.size vt_global, .-vt_global
+
+	.globl vt_tls
+	.type vt_tls, @function
+vt_tls:					/* void *vt_tls(void): reads vt_tvar, returns its address */
+	movq %fs:0, %rdi
+	leaq vt_tvar@tpoff(%rdi), %rdi
+	FAST 4, r10
+	movl (%rdi), %eax
+	movq %rdi, %rax
+	ret
+	.size vt_tls, .-vt_tls
+
+	.globl vt_exact
+	.type vt_exact, @function
+vt_exact:				/* void vt_exact(const void *p) */
+	EXACT 5, rsi
+	movzbl (%rdi), %eax
+	ret
+	.size vt_exact, .-vt_exact
+
+	.globl vt_exact_w
+	.type vt_exact_w, @function
+vt_exact_w:				/* void vt_exact_w(void *p) */
+	EXACT 6, r9
+	movb $2, (%rdi)
+	ret
+	.size vt_exact_w, .-vt_exact_w
+
+/* vt_read2: the fast path with live flags saved around it (seto/lahf), as
+ * hijack does when liveness says flags are live: returns (p1 < p2) computed
+ * before the instrumented access and used after it. */
+	.globl vt_read2
+	.type vt_read2, @function
+vt_read2:				/* int vt_read2(const void *p, long a, long b) */
+	pushq %rbx
+	cmpq %rdx, %rsi			/* flags live across the access */
+	movq %rax, %rbx			/* spill rax for the flags dance */
+	seto %al
+	lahf
+	movq %rax, %r11
+	FAST 8, rdx
+	movq %r11, %rax
+	addb $0x7f, %al
+	sahf
+	movq %rbx, %rax
+	movzbl (%rdi), %ecx
+	setl %al
+	movzbl %al, %eax
+	popq %rbx
+	ret
+	.size vt_read2, .-vt_read2
+
+	.globl vt_movsb
+	.type vt_movsb, @function
+vt_movsb:				/* void vt_movsb(void *dst, const void *src, size_t n) */
+	movq %rdx, %rcx
+	REPSITE 9
+	REPSITE 10
+	rep movsb
+	ret
+	.size vt_movsb, .-vt_movsb
+
+	.globl vt_stosq
+	.type vt_stosq, @function
+vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
+	movq %rsi, %rax
+	movq %rdx, %rcx
+	REPSITE 11
+	rep stosq
+	ret
+	.size vt_stosq, .-vt_stosq
+
+	.globl vt_movsq_back
+	.type vt_movsq_back, @function
+vt_movsq_back:				/* (dst_last, src_last, n): copies n quadwords backwards */
+	movq %rdx, %rcx
+	std
+	REPSITE 12
+	REPSITE 13
+	rep movsq
+	cld
+	ret
+	.size vt_movsq_back, .-vt_movsq_back
+
+	.section .note.GNU-stack,"",@progbits

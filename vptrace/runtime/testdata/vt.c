@@ -1,0 +1,886 @@
+/*
+ * vt.c: test driver for the vptrace runtime. Calls the hand-instrumented
+ * functions of sites.S (and regs.S) and, next to every call, simulates the
+ * per-site last-page slot to know exactly which events the runtime must
+ * record. At the end every thread prints its expectations:
+ *     E <tid> <page hex> <events> <reads> <writes>
+ * and runtime_test.go compares them with the trace.
+ *
+ *     vt SCENARIO [args]     (see main)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vptrace.h"
+
+/* sites.S */
+int vt_read(const void *p);
+void vt_write(void *p);
+void vt_rmw(void *p);
+void *vt_global(long page);
+void *vt_tls(void);
+void vt_exact(const void *p);
+void vt_exact_w(void *p);
+int vt_read2(const void *p, long a, long b);
+void vt_movsb(void *dst, const void *src, size_t n);
+void vt_stosq(void *dst, uint64_t v, size_t n);
+void vt_movsq_back(void *dst_last, const void *src_last, size_t n);
+extern char vt_gbuf[];
+
+#define NSITES 14
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+
+/* ---- expectations ---- */
+
+struct ent {
+	uint64_t page1; /* page+1, 0 = empty */
+	uint64_t ev, r, w;
+};
+#define TABN 32768
+struct sim {
+	uint64_t slot[NSITES];
+	struct ent tab[TABN];
+};
+static __thread struct sim *tsim;  /* normal code */
+static __thread struct sim *hsim;  /* signal handlers */
+static __thread int in_handler;
+static volatile int g_active = 1;
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+
+static struct sim *cursim(void)
+{
+	struct sim **s = in_handler ? &hsim : &tsim;
+	if (!*s)
+		*s = calloc(1, sizeof(struct sim));
+	return *s;
+}
+
+static void rec(int site, const void *addr)
+{
+	struct sim *s = cursim();
+	uint64_t p1 = ((uint64_t)(uintptr_t)addr >> 12) + 1;
+	if (!exact[site]) {
+		if (s->slot[site] == p1)
+			return;
+		s->slot[site] = p1;
+	}
+	if (!g_active)
+		return;
+	for (uint64_t h = (p1 * 0x9E3779B97F4A7C15ull) >> 50;; h = (h + 1) % TABN) {
+		struct ent *e = &s->tab[h % TABN];
+		if (e->page1 == 0 || e->page1 == p1) {
+			e->page1 = p1;
+			e->ev++;
+			if (kinds[site] & 1)
+				e->r++;
+			if (kinds[site] & 2)
+				e->w++;
+			return;
+		}
+	}
+}
+
+static int in_child; /* fork child: its lines are tagged F */
+
+static void dump_sim(struct sim *s, pid_t tid)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < TABN; i++) {
+		struct ent *e = &s->tab[i];
+		if (e->page1)
+			printf("%c %d %llx %llu %llu %llu\n", in_child ? 'F' : 'E', tid, (unsigned long long)(e->page1 - 1),
+			       (unsigned long long)e->ev, (unsigned long long)e->r, (unsigned long long)e->w);
+	}
+}
+
+/* print this thread's expectations (normal and handler) */
+static void dump(void)
+{
+	pthread_mutex_lock(&out_mu);
+	dump_sim(tsim, gettid_());
+	dump_sim(hsim, gettid_());
+	fflush(stdout);
+	pthread_mutex_unlock(&out_mu);
+}
+
+static void reset_expect(void)
+{
+	if (tsim)
+		memset(tsim, 0, sizeof *tsim); /* the runtime zeroes the slots in a fork child */
+	if (hsim)
+		memset(hsim->tab, 0, sizeof hsim->tab);
+}
+
+/* instrumented accesses + simulation */
+static void R(const void *p) { vt_read(p); rec(0, p); }
+static void W(void *p) { vt_write(p); rec(1, p); }
+static void M(void *p) { vt_rmw(p); rec(2, p); }
+static void G(long page) { void *a = vt_global(page); rec(3, a); }
+static void T(void) { void *a = vt_tls(); rec(4, a); }
+static void X(const void *p) { vt_exact(p); rec(5, p); }
+static void XW(void *p) { vt_exact_w(p); rec(6, p); }
+static void R2(const void *p) { vt_read2(p, 1, 2); rec(8, p); }
+
+static char *pages(size_t n);
+
+/* a rep site records every page of [lo, lo+bytes) */
+static void rec_range(int site, uintptr_t lo, size_t bytes)
+{
+	if (bytes == 0)
+		return;
+	for (uintptr_t p = lo >> 12; p <= (lo + bytes - 1) >> 12; p++)
+		rec(site, (void *)(p << 12));
+}
+static void MOVSB(void *d, const void *s, size_t n)
+{
+	vt_movsb(d, s, n);
+	rec_range(9, (uintptr_t)s, n);
+	rec_range(10, (uintptr_t)d, n);
+}
+static void STOSQ(void *d, size_t n)
+{
+	vt_stosq(d, 0x0101010101010101ull, n);
+	rec_range(11, (uintptr_t)d, n * 8);
+}
+/* copies n quadwords ending at d_end/s_end (exclusive), backwards */
+static void MOVSQ_BACK(char *d_end, const char *s_end, size_t n)
+{
+	vt_movsq_back(d_end - 8, s_end - 8, n);
+	rec_range(12, (uintptr_t)(s_end - 8 * n), n * 8);
+	rec_range(13, (uintptr_t)(d_end - 8 * n), n * 8);
+}
+
+/* rep string operations: vpt_rep, short and long ranges, both directions */
+static int reptest(void)
+{
+	char *a = pages(600), *b = pages(600);
+	MOVSB(b, a, 100);                      /* one page each */
+	MOVSB(b + 4000, a + 4090, 200);        /* straddles */
+	MOVSB(b, a, 0);                        /* nothing */
+	MOVSB(b + 4096, a + 8192, 300 * 4096); /* 300 pages */
+	STOSQ(b + 17, 1);
+	STOSQ(b, 512 * 100);                   /* 100 pages */
+	MOVSQ_BACK(b + 4096 * 10, a + 4096 * 20, 1);
+	MOVSQ_BACK(b + 4096 * 500 + 64, a + 4096 * 550, 4096 / 8 * 40 + 3);
+	for (int i = 0; i < 3000; i++)         /* many short ones: buffer hand-offs */
+		MOVSB(b + (i % 500) * 4096 + 8, a + (i % 300) * 4096, 16);
+	dump();
+	return 0;
+}
+
+static char *pages(size_t n)
+{
+	char *p = aligned_alloc(4096, n * 4096);
+	memset(p, 0, n * 4096);
+	return p;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* ---- early: instrumented code before the object registers ---- */
+
+static char early_buf[3 * 4096] __attribute__((aligned(4096)));
+__attribute__((constructor(101))) static void early(void)
+{
+	if (getenv("VT_EARLY"))
+		for (int i = 0; i < 3; i++)
+			R(early_buf + i * 4096);
+}
+
+/* ---- basic ---- */
+
+static void *basic_thread(void *arg)
+{
+	long k = (long)arg;
+	size_t n = 200 + 50 * (size_t)k;
+	char *b = pages(n);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++)
+			R(b + i * 4096 + (size_t)pass * 8);
+	for (size_t i = 0; i < n; i += 3)
+		W(b + i * 4096);
+	for (size_t i = 0; i < n; i += 7)
+		M(b + i * 4096 + 100);
+	for (long g = 0; g < 16; g += 1 + k)
+		G(g);
+	T();
+	T();
+	for (int i = 0; i < 5; i++)
+		X(b + (size_t)i * 4096);
+	dump();
+	return NULL;
+}
+
+static int basic(int nthreads)
+{
+	pthread_t th[64];
+	char *b = pages(64);
+	for (int i = 0; i < 64; i++)
+		R(b + i * 4096);
+	for (int i = 0; i < 32; i++)
+		W(b + i * 4096 + 17);
+	for (int i = 0; i < 64; i += 5)
+		M(b + i * 4096);
+	for (long g = 0; g < 16; g++)
+		G(g);
+	T();
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 10; i++)
+			X(b + i * 4096);
+	for (int i = 0; i < 8; i++)
+		R2(b + i * 4096);
+	for (long k = 0; k < nthreads; k++)
+		pthread_create(&th[k], NULL, basic_thread, (void *)k);
+	for (int k = 0; k < nthreads; k++)
+		pthread_join(th[k], NULL);
+	/* many pages in one thread: several buffer hand-offs */
+	char *big = pages(12000);
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < 12000; i++)
+			R(big + (size_t)i * 4096);
+	dump();
+	return 0;
+}
+
+/* ---- churn ---- */
+
+static char *churn_buf;
+static void *churn_thread(void *arg)
+{
+	long k = (long)arg;
+	R(churn_buf + (k % 50) * 4096);
+	W(churn_buf + ((k + 1) % 50) * 4096);
+	X(churn_buf + ((k + 2) % 50) * 4096);
+	dump();
+	free(tsim);
+	tsim = NULL;
+	return NULL;
+}
+
+static int churn(int total, int wave)
+{
+	pthread_t *th = calloc((size_t)wave, sizeof *th);
+	churn_buf = pages(50);
+	for (int done = 0; done < total; done += wave) {
+		int n = total - done < wave ? total - done : wave;
+		for (int i = 0; i < n; i++)
+			if (pthread_create(&th[i], NULL, churn_thread, (void *)(long)(done + i)) != 0) {
+				perror("pthread_create");
+				return 1;
+			}
+		for (int i = 0; i < n; i++)
+			pthread_join(th[i], NULL);
+	}
+	return 0;
+}
+
+/* ---- signals: instrumented code in handlers, interrupting stubs ---- */
+
+static char *sig_buf, *hbuf;
+static volatile int sig_stop;
+static __thread unsigned hcount;
+
+static void handler(int sig)
+{
+	(void)sig;
+	in_handler = 1;
+	R(hbuf + (hcount % 8) * 4096);
+	XW(hbuf + 8 * 4096 + (hcount % 4) * 4096);
+	hcount++;
+	in_handler = 0;
+}
+
+static void *sig_thread(void *arg)
+{
+	long k = (long)arg;
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	(void)k;
+	in_handler = 1;
+	cursim(); /* no calloc in the handler */
+	in_handler = 0;
+	cursim();
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	for (unsigned i = 0; !sig_stop; i++) {
+		/* simulate first (signals blocked), then the real call */
+		X(sig_buf + (i % 16) * 4096);
+	}
+	/* block before dumping: the handler must not race the dump */
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	dump();
+	return NULL;
+}
+
+static int signals(int nthreads, int ms)
+{
+	pthread_t th[16];
+	struct sigaction sa;
+	sigset_t s;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &s, NULL); /* main: no handler */
+	sig_buf = pages(16);
+	hbuf = pages(12);
+	for (long k = 0; k < nthreads; k++)
+		pthread_create(&th[k], NULL, sig_thread, (void *)k);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long sent = 0;
+	do {
+		for (int k = 0; k < nthreads; k++)
+			pthread_kill(th[k], SIGUSR1), sent++;
+		struct timespec d = {0, 20000};
+		nanosleep(&d, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	sig_stop = 1;
+	for (int k = 0; k < nthreads; k++)
+		pthread_join(th[k], NULL);
+	fprintf(stderr, "signals sent: %ld\n", sent);
+	return 0;
+}
+
+/* ---- fork ---- */
+
+static void *fork_child_thread(void *arg)
+{
+	char *b = arg;
+	for (int i = 30; i < 35; i++)
+		R(b + i * 4096);
+	dump();
+	return NULL;
+}
+
+static int forktest(void)
+{
+	char *b = pages(40);
+	for (int i = 0; i < 10; i++)
+		R(b + i * 4096);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_t th;
+		in_child = 1;
+		reset_expect();
+		for (int i = 9; i < 20; i++) /* page 9: in the inherited slot, which the runtime zeroed */
+			R(b + i * 4096);
+		W(b + 10 * 4096);
+		pthread_create(&th, NULL, fork_child_thread, b);
+		pthread_join(th, NULL);
+		printf("C %d %s\n", (int)getpid(), vptrace_path() ? vptrace_path() : "-");
+		dump();
+		exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	for (int i = 20; i < 30; i++)
+		R(b + i * 4096);
+	dump();
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+/* fork children without events: one execs, one exits */
+static int forkquiet(void)
+{
+	char *b = pages(4);
+	for (int i = 0; i < 4; i++)
+		R(b + i * 4096);
+	fflush(stdout);
+	pid_t a = fork();
+	if (a == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	pid_t c = fork();
+	if (c == 0)
+		exit(0);
+	int st1, st2;
+	waitpid(a, &st1, 0);
+	waitpid(c, &st2, 0);
+	printf("K %d %d\n", (int)a, (int)c);
+	dump();
+	return 0;
+}
+
+/* ---- exit from a non-main thread ---- */
+
+static pthread_mutex_t ex_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ex_cv = PTHREAD_COND_INITIALIZER;
+static int ex_ready;
+
+static void *ex_idle(void *arg)
+{
+	char *b = arg;
+	for (int i = 0; i < 10; i++)
+		R(b + (100 + i) * 4096);
+	dump();
+	pthread_mutex_lock(&ex_mu);
+	ex_ready++;
+	pthread_cond_broadcast(&ex_cv);
+	for (;;)
+		pthread_cond_wait(&ex_cv, &ex_mu); /* alive at exit */
+	return NULL;
+}
+
+static void *ex_exiter(void *arg)
+{
+	char *b = arg;
+	for (int i = 0; i < 10; i++)
+		W(b + (200 + i) * 4096);
+	pthread_mutex_lock(&ex_mu);
+	while (ex_ready < 2)
+		pthread_cond_wait(&ex_cv, &ex_mu);
+	pthread_mutex_unlock(&ex_mu);
+	dump();
+	exit(0);
+}
+
+static int exitthread(void)
+{
+	pthread_t a, b2;
+	char *b = pages(300);
+	pthread_create(&a, NULL, ex_idle, b);
+	for (int i = 0; i < 10; i++)
+		R(b + i * 4096);
+	dump();
+	pthread_mutex_lock(&ex_mu);
+	ex_ready++;
+	pthread_cond_broadcast(&ex_cv);
+	pthread_mutex_unlock(&ex_mu);
+	pthread_create(&b2, NULL, ex_exiter, b);
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* ---- stop / start ---- */
+
+extern const struct vpt_object vt_object;
+
+static int stopstart(void)
+{
+	char *b = pages(20);
+	vpt_register(&vt_object);   /* a repeat: ignored */
+	vpt_unregister(&vt_object); /* forgotten ... */
+	vpt_register(&vt_object);   /* ... and registered again: a second OBJECT chunk */
+	for (int i = 0; i < 5; i++)
+		R(b + i * 4096);
+	vptrace_stop();
+	g_active = 0;
+	for (int i = 5; i < 10; i++)
+		R(b + i * 4096);
+	vptrace_start();
+	g_active = 1;
+	R(b + 9 * 4096); /* slot unchanged: no event */
+	for (int i = 10; i < 15; i++)
+		R(b + i * 4096);
+	vptrace_note("phase two");
+	dump();
+	return 0;
+}
+
+static int startstopped(void)
+{
+	char *b = pages(20);
+	g_active = vptrace_active();
+	for (int i = 0; i < 5; i++)
+		X(b + i * 4096);
+	vptrace_start();
+	g_active = 1;
+	for (int i = 5; i < 10; i++)
+		X(b + i * 4096);
+	dump();
+	return 0;
+}
+
+/* ---- crash: SIGKILL after a flush and a streaming interval ---- */
+
+static int crash(void)
+{
+	char *b = pages(300);
+	pthread_t th;
+	for (int i = 0; i < 100; i++)
+		R(b + i * 4096);
+	if (vptrace_flush() != 0)
+		return 2;
+	for (int i = 100; i < 200; i++)
+		R(b + i * 4096);
+	dump(); /* the expectation: pages 0-199 */
+	sleep_ms(400); /* several streaming intervals */
+	for (int i = 200; i < 300; i++)
+		R(b + i * 4096); /* may be lost */
+	(void)th;
+	kill(getpid(), SIGKILL);
+	return 3;
+}
+
+/* _exit: no flush at all */
+static int quickexit(void)
+{
+	char *b = pages(100);
+	for (int i = 0; i < 100; i++)
+		R(b + i * 4096);
+	dump();
+	sleep_ms(400);
+	_exit(0);
+}
+
+/* ---- registers ---- */
+
+struct regstate {
+	uint64_t gpr[16];
+	uint64_t flags;
+	uint8_t ymm[16][32];
+	uint32_t mxcsr;
+	uint16_t fcw;
+	uint8_t pad0[2];
+	uint8_t st0[10]; /* at 656 */
+	uint8_t pad[6];
+};
+_Static_assert(__builtin_offsetof(struct regstate, st0) == 656, "st0");
+_Static_assert(sizeof(struct regstate) == 672, "regstate");
+
+#define RT(r) void vt_regtest_##r(struct regstate *, struct regstate *);
+RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep)
+static void (*const regfn[16])(struct regstate *, struct regstate *) = {
+	vt_regtest_rax, vt_regtest_rcx, vt_regtest_rdx, vt_regtest_rbx, NULL, vt_regtest_rbp,
+	vt_regtest_rsi, vt_regtest_rdi, vt_regtest_r8, vt_regtest_r9, vt_regtest_r10, vt_regtest_r11,
+	vt_regtest_r12, vt_regtest_r13, vt_regtest_r14, vt_regtest_r15};
+static const char *const regname[17] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep"};
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static int regfail;
+static char *regbuf;
+#define REG_REP 16 /* vt_regtest_rep: vpt_rep with a range from rsi */
+
+static void *reg_thread(void *arg)
+{
+	int reg = (int)(long)arg;
+	/* 0x8d5: CF PF AF ZF SF OF; 0x400: DF */
+	static const uint64_t flagsets[4] = {0x2, 0x8d5 | 0x2, 0x400 | 0x2, 0x400 | 0x8d5 | 0x2};
+	for (int it = 0; it < 6000 && !regfail; it++) {
+		struct regstate in, out;
+		for (int i = 0; i < 16; i++)
+			in.gpr[i] = rnd();
+		for (int i = 0; i < 16; i++)
+			for (int j = 0; j < 32; j++)
+				in.ymm[i][j] = (uint8_t)rnd();
+		in.flags = flagsets[it % 4];
+		in.mxcsr = (it & 1) ? 0x7f80 : 0x1f80; /* round toward zero / nearest */
+		in.fcw = (it & 2) ? 0x0f7f : 0x037f;
+		for (int j = 0; j < 10; j++)
+			in.st0[j] = (uint8_t)rnd();
+		in.st0[9] = 0x3f; /* a normal long double */
+		in.st0[7] |= 0x80;
+		const char *page = regbuf + (rnd() % 16) * 4096;
+		if (reg == REG_REP) {
+			/* a range of up to 7 pages around the middle of regbuf */
+			uint64_t n = rnd() % (it % 3 ? 64 : 7 * 4096);
+			in.gpr[6] = (uint64_t)(uintptr_t)(regbuf + 8 * 4096 + rnd() % 4096);
+			in.gpr[1] = n;
+			memset(&out, 0xee, sizeof out);
+			vt_regtest_rep(&in, &out);
+			if (in.flags & 0x400)
+				rec_range(9, (uintptr_t)in.gpr[6] + 1 - n, n);
+			else
+				rec_range(9, (uintptr_t)in.gpr[6], n);
+		} else {
+			in.gpr[reg] = ((uint64_t)(uintptr_t)page >> 12) + 1;
+			memset(&out, 0xee, sizeof out);
+			regfn[reg](&in, &out);
+			rec(7, page);
+		}
+		for (int i = 0; i < 16; i++)
+			if (i != 4 && in.gpr[i] != out.gpr[i]) {
+				fprintf(stderr, "regs: vpt_slow_%s clobbered %s: %#llx -> %#llx (iteration %d)\n",
+					regname[reg], regname[i], (unsigned long long)in.gpr[i],
+					(unsigned long long)out.gpr[i], it);
+				regfail = 1;
+			}
+		if ((in.flags & 0xcd5) != (out.flags & 0xcd5)) {
+			fprintf(stderr, "regs: vpt_slow_%s changed flags %#llx -> %#llx\n", regname[reg],
+				(unsigned long long)in.flags, (unsigned long long)out.flags);
+			regfail = 1;
+		}
+		if (memcmp(in.ymm, out.ymm, sizeof in.ymm)) {
+			for (int i = 0; i < 16; i++)
+				if (memcmp(in.ymm[i], out.ymm[i], 32))
+					fprintf(stderr, "regs: vpt_slow_%s clobbered ymm%d\n", regname[reg], i);
+			regfail = 1;
+		}
+		if (in.mxcsr != (out.mxcsr & ~0x3fu) || in.fcw != out.fcw || memcmp(in.st0, out.st0, 10)) {
+			fprintf(stderr, "regs: vpt_slow_%s changed mxcsr/x87 state: mxcsr %#x -> %#x, fcw %#x -> %#x, st0 %s\n",
+				regname[reg], in.mxcsr, out.mxcsr, in.fcw, out.fcw,
+				memcmp(in.st0, out.st0, 10) ? "changed" : "same");
+			regfail = 1;
+		}
+	}
+	dump();
+	return NULL;
+}
+
+static int regs(void)
+{
+	if (!__builtin_cpu_supports("avx")) {
+		printf("SKIP no AVX\n");
+		return 0;
+	}
+	regbuf = pages(16);
+	for (int r = 0; r <= REG_REP; r++) {
+		pthread_t th;
+		if (r == 4)
+			continue;
+		pthread_create(&th, NULL, reg_thread, (void *)(long)r);
+		pthread_join(th, NULL);
+	}
+	return regfail;
+}
+
+/* ---- stress: many events, frequent steals, raw fallback ---- */
+
+static long stress_n;
+static void *stress_thread(void *arg)
+{
+	char *b = arg;
+	for (long i = 0; i < stress_n; i++) {
+		X(b + (i % 64) * 4096);
+		if (i % 7 == 0)
+			XW(b + ((i * 5) % 64) * 4096);
+	}
+	dump();
+	return NULL;
+}
+
+static int stress(int nthreads, long n)
+{
+	pthread_t th[16];
+	stress_n = n;
+	for (int k = 0; k < nthreads; k++)
+		pthread_create(&th[k], NULL, stress_thread, pages(64));
+	for (int k = 0; k < nthreads; k++)
+		pthread_join(th[k], NULL);
+	return 0;
+}
+
+/* ---- benchmark: cost of the stub ---- */
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static void plain(const void *p) { __asm__ volatile("" ::"r"(p) : "memory"); }
+
+static int bench(long n)
+{
+	char *b = pages(64);
+	double t0, t1, t2, t3;
+	/* exact-mode site: one stub call per access */
+	for (long i = 0; i < 100000; i++)
+		vt_exact(b + (i & 63) * 4096);
+	t0 = now_s();
+	for (long i = 0; i < n; i++)
+		plain(b + (i & 63) * 4096);
+	t1 = now_s();
+	for (long i = 0; i < n; i++)
+		vt_exact(b + (i & 63) * 4096);
+	t2 = now_s();
+	/* fast path only: same page, slot hit */
+	for (long i = 0; i < n; i++)
+		vt_read(b);
+	t3 = now_s();
+	vptrace_flush();
+	double t4 = now_s();
+	printf("B call_ns %.3f\n", (t1 - t0) * 1e9 / (double)n);
+	printf("B exact_ns %.3f\n", (t2 - t1) * 1e9 / (double)n);
+	printf("B event_ns %.3f\n", ((t2 - t1) - (t1 - t0)) * 1e9 / (double)n);
+	printf("B fastpath_ns %.3f\n", (t3 - t2) * 1e9 / (double)n);
+	printf("B flush_ms %.3f\n", (t4 - t3) * 1e3);
+	return 0;
+}
+
+/* the stub alone: runs of 2000 events into a buffer that has room (best
+ * of many runs; with VPTRACE_BUFKB=4096 most runs see no hand-off) */
+static int hot(int reps)
+{
+	char *b = pages(64);
+	double best = 1e9, bestp = 1e9;
+	for (int r = 0; r < reps; r++) {
+		double t0 = now_s();
+		for (int i = 0; i < 2000; i++)
+			plain(b + (i & 63) * 4096);
+		double t1 = now_s();
+		for (int i = 0; i < 2000; i++)
+			vt_exact(b + (i & 63) * 4096);
+		double t2 = now_s();
+		if (t2 - t1 < best)
+			best = t2 - t1;
+		if (t1 - t0 < bestp)
+			bestp = t1 - t0;
+	}
+	printf("B hot_event_ns %.2f\n", (best - bestp) * 1e9 / 2000);
+	return 0;
+}
+
+/* per-call cost of the stub, and of the calls that hand a full buffer over */
+static inline uint64_t rdtsc_(void)
+{
+	unsigned lo, hi;
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+static int cmpu64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+static int handoffs(long nbuf)
+{
+	const char *kb = getenv("VPTRACE_BUFKB");
+	long bytes = ((kb ? atol(kb) : 64) * 1024 + 4095) / 4096 * 4096;
+	long cap = (bytes - 128) / 24, n = nbuf * cap, k = 0, m = 0;
+	char *b = pages(64);
+	uint64_t *ev = malloc((size_t)n * 8), *ho = malloc((size_t)nbuf * 8), c0, c1;
+	double t0, t1;
+	vt_exact(b); /* the thread's first event: setup, a buffer */
+	t0 = now_s();
+	c0 = rdtsc_();
+	sleep_ms(100);
+	t1 = now_s();
+	c1 = rdtsc_();
+	double nspc = (t1 - t0) * 1e9 / (double)(c1 - c0);
+	for (long i = 1; i <= n; i++) {
+		uint64_t a = rdtsc_();
+		vt_exact(b + (i & 63) * 4096);
+		uint64_t d = rdtsc_() - a;
+		if (i % cap == 0) {
+			ho[m++] = d; /* this call found the buffer full */
+			sleep_ms(2); /* let the aggregator take it */
+		} else
+			ev[k++] = d;
+	}
+	/* the rdtsc pair itself */
+	uint64_t base[1000];
+	for (int i = 0; i < 1000; i++) {
+		uint64_t a = rdtsc_();
+		base[i] = rdtsc_() - a;
+	}
+	qsort(ev, (size_t)k, 8, cmpu64);
+	qsort(ho, (size_t)m, 8, cmpu64);
+	qsort(base, 1000, 8, cmpu64);
+	printf("B handoff_ns %.1f\n", (double)(ho[m / 2] - base[500]) * nspc);
+	printf("B handoff_p90_ns %.1f\n", (double)(ho[m * 9 / 10] - base[500]) * nspc);
+	printf("B call_event_ns %.1f\n", (double)(ev[k / 2] - base[500]) * nspc);
+	return 0;
+}
+
+/* threads generating events concurrently: consumer throughput */
+static long tp_n;
+static void *tp_thread(void *arg)
+{
+	char *b = arg;
+	for (long i = 0; i < tp_n; i++)
+		vt_exact(b + (i % 4096) * 4096);
+	return NULL;
+}
+
+static int throughput(int nthreads, long n)
+{
+	pthread_t th[64];
+	double t0, t1, t2;
+	tp_n = n;
+	char *bufs[64];
+	for (int k = 0; k < nthreads; k++)
+		bufs[k] = pages(4096);
+	t0 = now_s();
+	for (int k = 0; k < nthreads; k++)
+		pthread_create(&th[k], NULL, tp_thread, bufs[k]);
+	for (int k = 0; k < nthreads; k++)
+		pthread_join(th[k], NULL);
+	t1 = now_s();
+	vptrace_flush();
+	t2 = now_s();
+	printf("B tp_events %ld\n", n * nthreads);
+	printf("B tp_record_s %.4f\n", t1 - t0);
+	printf("B tp_total_s %.4f\n", t2 - t0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *s = argc > 1 ? argv[1] : "basic";
+	long a = argc > 2 ? atol(argv[2]) : 0, b = argc > 3 ? atol(argv[3]) : 0;
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	if (!strcmp(s, "basic"))
+		return basic(a ? (int)a : 4);
+	if (!strcmp(s, "churn"))
+		return churn(a ? (int)a : 2000, b ? (int)b : 50);
+	if (!strcmp(s, "signals"))
+		return signals(a ? (int)a : 2, b ? (int)b : 300);
+	if (!strcmp(s, "fork"))
+		return forktest();
+	if (!strcmp(s, "rep"))
+		return reptest();
+	if (!strcmp(s, "forkquiet"))
+		return forkquiet();
+	if (!strcmp(s, "exitthread"))
+		return exitthread();
+	if (!strcmp(s, "stopstart"))
+		return stopstart();
+	if (!strcmp(s, "startstopped"))
+		return startstopped();
+	if (!strcmp(s, "crash"))
+		return crash();
+	if (!strcmp(s, "quickexit"))
+		return quickexit();
+	if (!strcmp(s, "regs"))
+		return regs();
+	if (!strcmp(s, "stress"))
+		return stress(a ? (int)a : 3, b ? b : 1000000);
+	if (!strcmp(s, "bench"))
+		return bench(a ? a : 20000000);
+	if (!strcmp(s, "hot"))
+		return hot(a ? (int)a : 300);
+	if (!strcmp(s, "handoffs"))
+		return handoffs(a ? a : 200);
+	if (!strcmp(s, "throughput"))
+		return throughput(a ? (int)a : 2, b ? b : 5000000);
+	fprintf(stderr, "vt: unknown scenario %s\n", s);
+	return 2;
+}

@@ -1,0 +1,158 @@
+/*
+ * vptrace.h: the runtime of hijack's vptrace preset (bin/libvptrace.a).
+ *
+ * Link rewritten objects with the runtime:
+ *     cc main.o foo.inst.o bin/libvptrace.a -lpthread -o app
+ * and run:
+ *     VPTRACE_OUT=app.vpt ./app
+ *     hijack report app.vpt
+ *
+ * Nothing needs to be called: instrumented objects register themselves
+ * (vpt_register, from a constructor hijack emits) and tracing starts at the
+ * first event. The functions below are optional controls.
+ *
+ * Environment (read once, at the first registration or event):
+ *   VPTRACE_OUT=PATH        trace file; "%p" is replaced by the process id
+ *                           (default "vptrace.%p.vpt" in the current
+ *                           directory). A relative PATH is taken relative to
+ *                           the directory at start-up. A fork child writes
+ *                           its own file: PATH with %p expanded to its pid,
+ *                           or PATH.<childpid> when PATH has no %p.
+ *   VPTRACE=off             disable tracing: no file, events are discarded
+ *                           (also 0, no, false).
+ *   VPTRACE_START=stopped   start stopped: nothing is recorded until
+ *                           vptrace_start().
+ *   VPTRACE_INTERVAL_MS=N   how often aggregates are streamed to the file
+ *                           (default 100): a crash loses at most about this
+ *                           much.
+ *   VPTRACE_BUFKB=N         per-thread event buffer, KiB (default 64: 2725
+ *                           events of 24 bytes).
+ *   VPTRACE_MAXMB=N         limit on buffer memory, MiB (default 1024);
+ *                           past it, threads write their buffers themselves.
+ *   VPTRACE_BACKLOG=N       buffers waiting for the aggregator before threads
+ *                           write their buffers themselves (default 256).
+ *   VPTRACE_CLOCK_US=N      resolution of event times, microseconds (default
+ *                           1000; a runtime thread updates the clock). 0: no
+ *                           clock thread, times advance at buffer hand-offs.
+ *   VPTRACE_RAW=1           never aggregate: threads write raw events (large
+ *                           files; for debugging and cross-checking).
+ *   VPTRACE_EXIT_TIMEOUT_MS=N  how long exit and vptrace_flush wait for the
+ *                           aggregator before writing raw events (5000).
+ *
+ * The runtime is async-signal-safe on the event path, works before main,
+ * during exit and in fork children, and never calls into Go from an
+ * application thread. See vptrace/ABI.md and vptrace/FORMAT.md.
+ */
+#ifndef VPTRACE_H
+#define VPTRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VPTRACE_ABI_VERSION 1
+
+/* ---- control API ------------------------------------------------------- */
+
+/* Start recording (the default at start-up unless VPTRACE_START=stopped). */
+void vptrace_start(void);
+/* Stop recording: events are discarded (each costs a call and a compare)
+ * until vptrace_start(). A site whose page did not change while stopped is
+ * recorded again only when its page changes (the slots keep their value). */
+void vptrace_stop(void);
+/* Nonzero while recording. */
+int vptrace_active(void);
+/* Write everything every thread recorded so far to the trace file; returns
+ * when it is there (0), or -1 when tracing is off. Not async-signal-safe. */
+int vptrace_flush(void);
+/* Add a note (a phase marker) with the current time to the trace. */
+void vptrace_note(const char *text);
+/* Path of this process's trace file, or NULL when tracing is off. */
+const char *vptrace_path(void);
+
+/* ---- ABI with instrumented code (emitted by hijack) ------------------------ */
+
+struct vpt_object {        /* 48 bytes, in section .vptrace */
+	uint32_t magic;        /* 0x31545056 "VPT1" */
+	uint32_t version;      /* 1 */
+	uint32_t nsites;
+	uint32_t flags;        /* bit 0: TLS initial-exec; bit 1: reserved = slots TLS offset */
+	int32_t sites_rel;     /* sites[0] - &sites_rel */
+	int32_t strs_rel;      /* string table - &strs_rel */
+	uint32_t name;         /* object file name (offset in strs) */
+	uint32_t nstrs;        /* bytes in strs */
+	uint64_t id;           /* FNV-1a of the original object */
+	uint64_t reserved;     /* with flags bit 1: TPOFF of __vpt_slots_<id> */
+};
+
+struct vpt_site {          /* 32 bytes */
+	uint32_t func;         /* function name (offset in strs) */
+	uint32_t insn_off;     /* instruction offset in the original function */
+	uint32_t sym;          /* variable name (offset in strs) or 0xffffffff */
+	int32_t sym_off;
+	uint8_t kind;          /* bit 0 read, bit 1 write (3: read-modify-write);
+	                          bit 4 rep string source (from rsi), bit 5 rep destination (rdi) */
+	uint8_t seg;           /* 0 heap/unknown, 1 global, 2 stack, 3 TLS */
+	uint16_t size;         /* access size; rep string operations: element size */
+	uint32_t covers;
+	uint32_t block;
+	uint32_t score;
+};
+
+/* Called by the constructor hijack emits into every instrumented object.
+ * Plain C, idempotent, safe before main and from concurrent dlopen. */
+void vpt_register(const struct vpt_object *obj);
+/* Optional, from a destructor of an object that can be dlclose'd: the
+ * runtime forgets the descriptor (it would otherwise read it again in a
+ * fork child). Events already recorded keep their names. */
+void vpt_unregister(const struct vpt_object *obj);
+
+/* Slow-path entry points: called by instrumented code with a special
+ * convention (register <reg> = page+1; the return address points at a
+ * `nopl site(%rip)`, 0f 1f 05 disp32, whose operand is the site record;
+ * the caller stepped 128 bytes below its red zone; everything is
+ * preserved). vpt_rep: before a rep string instruction, nothing in
+ * registers; it records every page of the instruction's range (rsi or rdi
+ * by the site's kind bit 4/5, rcx elements of the site's size, DF for the
+ * direction). Not callable from C. */
+void vpt_slow_rax(void);
+void vpt_slow_rcx(void);
+void vpt_slow_rdx(void);
+void vpt_slow_rbx(void);
+void vpt_slow_rbp(void);
+void vpt_slow_rsi(void);
+void vpt_slow_rdi(void);
+void vpt_slow_r8(void);
+void vpt_slow_r9(void);
+void vpt_slow_r10(void);
+void vpt_slow_r11(void);
+void vpt_slow_r12(void);
+void vpt_slow_r13(void);
+void vpt_slow_r14(void);
+void vpt_slow_r15(void);
+void vpt_rep(void);
+
+/* ---- trace file constants (vptrace/FORMAT.md) ------------------------------ */
+
+/* HEADER flags */
+#define VPTRACE_HDR_FORKED  1u  /* this process is a fork child of ppid */
+#define VPTRACE_HDR_RAW     2u  /* VPTRACE_RAW: events are not aggregated */
+#define VPTRACE_HDR_STOPPED 4u  /* started stopped */
+
+/* NOTE kinds */
+#define VPTRACE_NOTE_TEXT    1u  /* vptrace_note() */
+#define VPTRACE_NOTE_START   2u
+#define VPTRACE_NOTE_STOP    3u
+#define VPTRACE_NOTE_WARNING 4u
+#define VPTRACE_NOTE_FORK    5u  /* value: parent pid */
+
+/* END flags */
+#define VPTRACE_END_CLEAN    1u  /* written at normal process exit */
+#define VPTRACE_END_FALLBACK 2u  /* the aggregator did not answer in time; events written raw */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,332 @@
+package vptrace
+
+import (
+	"slices"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/ibr"
+	"hijack/loops"
+)
+
+// A sweep is a site inside a loop whose address moves by a constant step
+// per iteration (or not at all): base + iv*scale + disp, where iv is the
+// loop's only induction register and every other register of the address
+// is loop-invariant. Instead of checking its page at every access, hijack
+// records the address of its first access when the loop is entered and, on
+// every exit, the range from it to the last access (Spindle's idea of
+// summarising affine loop accesses). With a step of at most a page every
+// page in between is touched, so the trace is exact; the per-iteration
+// cost disappears.
+type sweep struct {
+	site  *site
+	step  int64 // bytes per iteration (may be negative or zero)
+	first int64 // added to the address computed at entry to get the first access
+	// entries and exits are the edges where code goes.
+	entries []edgePoint
+	exits   []exitPoint
+}
+
+// edgePoint says where code for an edge goes: after instruction inst (on
+// its fall-through path), or before it (an unconditional jump on the edge).
+type edgePoint struct {
+	inst  int
+	after bool
+}
+
+type exitPoint struct {
+	edgePoint
+	last int64 // added to the address computed at the exit to get the last access
+}
+
+// loopInfo is what sweep detection needs of one loop.
+type loopInfo struct {
+	l      *loops.Loop
+	header int
+	member map[int]bool
+	// defs counts, per register, the instructions of the loop that write it.
+	defs [16]int
+	// defAt is the instruction of the single definition, when there is one.
+	defAt [16]int
+	ok    bool // no calls, unknown instructions or function exits inside
+	idom  []int
+	index map[int]int // block -> node in the acyclic body graph
+}
+
+// findSweep decides whether a site can be summarised per loop run and
+// where its code goes.
+func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep {
+	if sel.exact || st.rep || st.size <= 0 || st.acc.Mem.Segment != 0 || st.acc.Masked {
+		return nil
+	}
+	g := sel.g
+	b := g.BlockOf(st.inst)
+	l := innermost(sel.a.Loops[g], b.Index)
+	if l == nil || l.Irreducible() {
+		return nil
+	}
+	li := infos[l]
+	if li == nil {
+		li = sel.loopInfo(l)
+		infos[l] = li
+	}
+	if !li.ok {
+		return nil
+	}
+	// Registers of the address: exactly one may change in the loop.
+	m := st.acc.Mem
+	var iv effect.Reg = 0xff
+	var scale int64 = 1
+	for k, r := range []x86asm.Reg{m.Base, m.Index} {
+		if r == 0 || r == x86asm.RIP {
+			continue
+		}
+		n, ok := hwReg(r)
+		if !ok || r < x86asm.RAX || r > x86asm.R15 {
+			return nil // 32-bit addressing: wraps
+		}
+		if li.defs[n] == 0 {
+			continue
+		}
+		if iv != 0xff || li.defs[n] != 1 {
+			return nil
+		}
+		iv = n
+		if k == 1 {
+			scale = int64(m.Scale)
+		}
+	}
+	sw := &sweep{site: st}
+	siteNode := li.index[b.Index]
+	// Every iteration runs the site exactly once, and every exit follows
+	// it in its iteration.
+	for _, x := range l.Nodes {
+		if depthIn(l, x) {
+			continue
+		}
+		for _, s := range g.Blocks[x].Succs {
+			if s.Index == li.header && !loops.Dominates(li.idom, siteNode, li.index[x]) {
+				return nil // a latch the site does not dominate
+			}
+		}
+	}
+	if depthIn(l, b.Index) {
+		return nil // in a nested loop
+	}
+	var def int
+	var siteBeforeDef bool
+	if iv != 0xff {
+		def = li.defAt[iv]
+		c, ok := ivStep(g.Sec, def, iv)
+		if !ok {
+			return nil
+		}
+		sw.step = c * scale
+		db := g.BlockOf(def)
+		if depthIn(l, db.Index) {
+			return nil
+		}
+		defNode := li.index[db.Index]
+		switch {
+		case db == b:
+			siteBeforeDef = st.inst < def
+		case loops.Dominates(li.idom, siteNode, defNode):
+			siteBeforeDef = true
+		case loops.Dominates(li.idom, defNode, siteNode):
+		default:
+			return nil
+		}
+		// The definition must run every iteration too.
+		for _, x := range l.Nodes {
+			for _, s := range g.Blocks[x].Succs {
+				if s.Index == li.header && li.member[x] && !loops.Dominates(li.idom, defNode, li.index[x]) {
+					return nil
+				}
+			}
+		}
+		if sw.step > 4096 || sw.step < -4096 {
+			return nil // pages in between might be skipped
+		}
+		if !siteBeforeDef {
+			sw.first = sw.step
+		}
+	}
+	// Entries: edges into the header from outside.
+	for _, p := range g.Blocks[li.header].Preds {
+		if li.member[p.Index] {
+			continue
+		}
+		pt, ok := edgeTo(g, p, li.header)
+		if !ok {
+			return nil
+		}
+		sw.entries = append(sw.entries, pt)
+	}
+	// Exits: edges from the loop to outside, each after the site ran in
+	// its iteration.
+	for _, x := range l.Nodes {
+		xb := g.Blocks[x]
+		for _, s := range xb.Succs {
+			if li.member[s.Index] {
+				continue
+			}
+			if !loops.Dominates(li.idom, siteNode, li.index[x]) {
+				return nil
+			}
+			pt, ok := edgeTo(g, xb, s.Index)
+			if !ok {
+				return nil
+			}
+			e := exitPoint{edgePoint: pt}
+			if iv != 0xff && siteBeforeDef {
+				// Did the definition run after the site in the exit's
+				// iteration? Then the register is one step ahead.
+				db := g.BlockOf(def)
+				if db == xb || loops.Dominates(li.idom, li.index[db.Index], li.index[x]) {
+					e.last = -sw.step
+				}
+			}
+			sw.exits = append(sw.exits, e)
+		}
+	}
+	if len(sw.entries) == 0 || len(sw.exits) == 0 {
+		return nil
+	}
+	return sw
+}
+
+// innermost returns the deepest loop containing block bi.
+func innermost(ls []*loops.Loop, bi int) *loops.Loop {
+	var best *loops.Loop
+	for _, l := range ls {
+		if slices.Contains(l.Nodes, bi) && (best == nil || l.Depth > best.Depth) {
+			best = l
+		}
+	}
+	return best
+}
+
+// depthIn reports whether block bi lies in a loop nested in l.
+func depthIn(l *loops.Loop, bi int) bool {
+	for _, c := range l.Children {
+		if slices.Contains(c.Nodes, bi) {
+			return true
+		}
+	}
+	return false
+}
+
+// loopInfo gathers the facts about loop l that sweeps need.
+func (sel *selector) loopInfo(l *loops.Loop) *loopInfo {
+	g := sel.g
+	li := &loopInfo{l: l, header: l.Headers[0], member: make(map[int]bool), index: make(map[int]int), ok: true}
+	for _, x := range l.Nodes {
+		li.member[x] = true
+	}
+	for _, x := range l.Nodes {
+		b := g.Blocks[x]
+		if b.Exits != 0 {
+			li.ok = false
+		}
+		for i := b.Start; i < b.End; i++ {
+			e := sel.live.Effect(i)
+			switch {
+			case !e.Known:
+				li.ok = false
+			case e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall || e.Ctrl == effect.Syscall || e.Ctrl == effect.Interrupt || e.Ctrl == effect.IndirectJump:
+				li.ok = false
+			}
+			for r := effect.Reg(0); r < 16; r++ {
+				if (e.Def|e.Partial).Has(r) {
+					li.defs[r]++
+					li.defAt[r] = i
+				}
+			}
+		}
+	}
+	// The acyclic body: the loop's blocks without the edges back to the
+	// header, rooted at the header.
+	li.index[li.header] = 0
+	order := []int{li.header}
+	for _, x := range l.Nodes {
+		if x != li.header {
+			li.index[x] = len(order)
+			order = append(order, x)
+		}
+	}
+	succs := make([][]int, len(order))
+	for k, x := range order {
+		for _, s := range g.Blocks[x].Succs {
+			if li.member[s.Index] && s.Index != li.header {
+				succs[k] = append(succs[k], li.index[s.Index])
+			}
+		}
+	}
+	li.idom = loops.Dominators(succs)
+	return li
+}
+
+// ivStep returns the constant an instruction adds to register r: add/sub
+// $imm, lea imm(r), inc, dec, all 64-bit.
+func ivStep(s *ibr.Section, i int, r effect.Reg) (int64, bool) {
+	a := s.Asm(i)
+	reg := x86asm.RAX + x86asm.Reg(r)
+	imm := func(k int) (int64, bool) {
+		v, ok := a.Args[k].(x86asm.Imm)
+		return int64(v), ok
+	}
+	switch a.Op {
+	case x86asm.ADD, x86asm.SUB:
+		if a.Args[0] != reg {
+			return 0, false
+		}
+		v, ok := imm(1)
+		if a.Op == x86asm.SUB {
+			v = -v
+		}
+		return v, ok
+	case x86asm.INC, x86asm.DEC:
+		if a.Args[0] != reg {
+			return 0, false
+		}
+		if a.Op == x86asm.DEC {
+			return -1, true
+		}
+		return 1, true
+	case x86asm.LEA:
+		m, ok := a.Args[1].(x86asm.Mem)
+		if a.Args[0] != reg || !ok || m.Base != reg || m.Index != 0 || m.Segment != 0 {
+			return 0, false
+		}
+		return m.Disp, true
+	}
+	return 0, false
+}
+
+// edgeTo returns where code for the edge from block p to block t goes: on
+// p's fall-through, or before p's unconditional jump. A conditional jump
+// taken to t would need a new block; such edges are refused.
+func edgeTo(g *cfg.Graph, p *cfg.Block, t int) (edgePoint, bool) {
+	last := p.End - 1
+	s := g.Sec
+	tb := g.Blocks[t]
+	in := &s.Insts[last]
+	if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 {
+		return edgePoint{}, false
+	}
+	ctl := effect.Of(s.Asm(last), &in.Layout, s.Bytes(last)).Ctrl
+	switch {
+	case p.End == tb.Start && ctl.FallsThrough() && ctl != effect.Call:
+		// Falls through into t; if it is a conditional branch, its taken
+		// target must not also be t.
+		if in.Link != nil && in.Link.Kind == ibr.LinkBranch && in.Link.Target == tb.Start {
+			return edgePoint{}, false
+		}
+		return edgePoint{inst: last, after: true}, true
+	case ctl == effect.Jump && in.Link != nil && in.Link.Kind == ibr.LinkBranch && in.Link.Target == tb.Start && s.CanInsertBefore(last):
+		return edgePoint{inst: last}, true
+	}
+	return edgePoint{}, false
+}

@@ -1,0 +1,338 @@
+// Package trace reads and writes vptrace trace files, the output of the
+// vptrace runtime (bin/libvptrace.a) that hijack's vptrace preset links into
+// a program. The format is described in vptrace/FORMAT.md: an 8-byte file
+// magic followed by self-delimiting chunks, each with a CRC-32C, all
+// little-endian. A file may be read while the program still writes it: an
+// incomplete last chunk is ignored.
+//
+// Readers use Open (chunk by chunk) or Load (everything aggregated into a
+// Trace: per-thread page maps, with sites resolved to function, instruction,
+// variable and segment). The runtime uses Writer.
+package trace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// File and chunk framing.
+const (
+	FileMagic  = "VPTRACE\n"
+	ChunkMagic = 0x43545056 // "VPTC" little-endian
+	Major      = 1
+	Minor      = 0
+	PageShift  = 12
+	PageSize   = 1 << PageShift
+
+	chunkHeaderSize = 16
+	// MaxChunk bounds a chunk's payload; longer lengths are corruption.
+	MaxChunk = 1 << 30
+)
+
+// ChunkType says what a chunk holds.
+type ChunkType uint16
+
+// Chunk types.
+const (
+	ChunkHeader     ChunkType = 1 // Header; the first chunk of every file
+	ChunkObject     ChunkType = 2 // Object: an instrumented object's site table
+	ChunkThread     ChunkType = 3 // ThreadStart
+	ChunkThreadExit ChunkType = 4 // ThreadExit
+	ChunkAgg        ChunkType = 5 // Agg: per-thread page aggregates for an interval
+	ChunkRaw        ChunkType = 6 // Raw: one thread's events, not aggregated
+	ChunkNote       ChunkType = 7 // Note
+	ChunkEnd        ChunkType = 8 // End: the process finished writing (more chunks may follow)
+)
+
+func (t ChunkType) String() string {
+	switch t {
+	case ChunkHeader:
+		return "header"
+	case ChunkObject:
+		return "object"
+	case ChunkThread:
+		return "thread"
+	case ChunkThreadExit:
+		return "thread-exit"
+	case ChunkAgg:
+		return "agg"
+	case ChunkRaw:
+		return "raw"
+	case ChunkNote:
+		return "note"
+	case ChunkEnd:
+		return "end"
+	}
+	return fmt.Sprintf("chunk-%d", uint16(t))
+}
+
+// Header flags.
+const (
+	HeaderForked  = 1 // the process is a fork child of PPID
+	HeaderRaw     = 2 // VPTRACE_RAW: events are written raw
+	HeaderStopped = 4 // the process started with tracing stopped
+)
+
+// Note kinds.
+const (
+	NoteText    = 1 // vptrace_note()
+	NoteStart   = 2 // vptrace_start()
+	NoteStop    = 3 // vptrace_stop()
+	NoteWarning = 4 // the runtime had to degrade (limits, bad objects)
+	NoteFork    = 5 // this file's process is a fork child; Value = parent pid
+)
+
+// End flags.
+const (
+	EndClean    = 1 // written at normal process exit
+	EndFallback = 2 // the aggregator did not answer; remaining events written raw
+)
+
+// Flags of ThreadExit, Raw.
+const (
+	FlagExit = 1 // Raw: the thread's last events
+)
+
+// Kind is vpt_site.kind: bit 0 read, bit 1 write (both: read-modify-write),
+// bit 4 a rep string operation's source range (from rsi), bit 5 its
+// destination range (from rdi).
+type Kind uint8
+
+// Kinds and kind bits.
+const (
+	KindRead    Kind = 1
+	KindWrite   Kind = 2
+	KindRMW     Kind = 3
+	KindRepSrc  Kind = 0x10
+	KindRepDest Kind = 0x20
+)
+
+func (k Kind) String() string {
+	var s string
+	switch k & KindRMW {
+	case KindRead:
+		s = "read"
+	case KindWrite:
+		s = "write"
+	case KindRMW:
+		s = "rmw"
+	default:
+		s = "unknown"
+	}
+	if k&KindRepSrc != 0 {
+		s += ",rep-src"
+	}
+	if k&KindRepDest != 0 {
+		s += ",rep-dst"
+	}
+	return s
+}
+
+// Segment classes (vpt_site.seg).
+type Segment uint8
+
+// Segments.
+const (
+	SegHeap   Segment = 0 // heap or unknown
+	SegGlobal Segment = 1
+	SegStack  Segment = 2
+	SegTLS    Segment = 3
+)
+
+func (s Segment) String() string {
+	switch s {
+	case SegHeap:
+		return "heap"
+	case SegGlobal:
+		return "global"
+	case SegStack:
+		return "stack"
+	case SegTLS:
+		return "tls"
+	}
+	return fmt.Sprintf("seg%d", uint8(s))
+}
+
+// NoSym is vpt_site.sym for sites without a variable.
+const NoSym = 0xffffffff
+
+// Header is the first chunk: who wrote the file, and when.
+type Header struct {
+	Major, Minor uint16
+	PageSize     uint32
+	PID, PPID    uint32
+	Flags        uint32 // Header*
+	ClockRes     uint32 // resolution of event times, ns (0: times advance at batch hand-offs)
+	StartUnix    uint64 // wall clock at trace start, ns since 1970
+	StartMono    uint64 // CLOCK_MONOTONIC at trace start; all times are ns since then
+	OpenTime     uint64 // ns since start when this file was opened (fork time in a child)
+	BufEvents    uint32 // per-thread buffer capacity, events
+	IntervalMS   uint32 // aggregate streaming interval
+	Program      string // argv[0]
+	Exe          string // /proc/self/exe
+	Cmdline      []string
+	Runtime      string
+}
+
+// SiteRec is one struct vpt_site as the object emitted it.
+type SiteRec struct {
+	Func    uint32
+	InsnOff uint32
+	Sym     uint32
+	SymOff  int32
+	Kind    Kind
+	Seg     Segment
+	Size    uint16
+	Covers  uint32
+	Block   uint32
+	Score   uint32
+}
+
+// SiteRecSize is sizeof(struct vpt_site).
+const SiteRecSize = 32
+
+// Object is an instrumented object's descriptor with its sites and strings,
+// and where they were in the process.
+type Object struct {
+	Desc      uint64 // runtime address of the struct vpt_object
+	SitesAddr uint64 // runtime address of sites[0]; site k is at SitesAddr+32k
+	StrsAddr  uint64
+	Flags     uint32
+	Version   uint32
+	ID        uint64
+	Reserved  uint64
+	NameOff   uint32
+	Sites     []SiteRec
+	Strs      []byte
+}
+
+// Str returns the NUL-terminated string at off in the object's string table.
+func (o *Object) Str(off uint32) string {
+	if int64(off) >= int64(len(o.Strs)) {
+		return ""
+	}
+	s := o.Strs[off:]
+	for i, c := range s {
+		if c == 0 {
+			return string(s[:i])
+		}
+	}
+	return string(s)
+}
+
+// Name is the object file name hijack was given.
+func (o *Object) Name() string { return o.Str(o.NameOff) }
+
+// ThreadStart: a thread's first events reached the aggregator.
+type ThreadStart struct {
+	Serial uint64 // unique per thread in the process (TIDs are reused)
+	TID    uint32
+	Flags  uint32
+	Time   uint64 // thread's first event, ns since start
+	Name   string // thread name (prctl PR_GET_NAME) at its first event
+}
+
+// ThreadExit: a thread exited (its key destructor ran).
+type ThreadExit struct {
+	Serial uint64
+	TID    uint32
+	Flags  uint32
+	Time   uint64
+	Events uint64 // events the thread recorded, in total
+	Drops  uint64 // events it dropped, in total
+	Name   string // thread name (prctl PR_GET_NAME) at exit
+}
+
+// SiteCount is a number of events at one site.
+type SiteCount struct {
+	Site  uint64 // runtime address of the struct vpt_site
+	Count uint64
+}
+
+// PageAgg is what one thread did to one page during an interval.
+type PageAgg struct {
+	Page   uint64 // page number (address >> 12)
+	Events uint64 // all events
+	Reads  uint64 // events at read and read-modify-write sites
+	Writes uint64 // events at write and read-modify-write sites
+	First  uint64 // ns since start
+	Last   uint64
+	Sites  []SiteCount // ascending Site; counts add up to Events
+}
+
+// Agg holds one thread's page aggregates for the interval [From, To]. A
+// thread's totals are the sums over its Agg (and Raw) chunks.
+type Agg struct {
+	Serial   uint64
+	TID      uint32
+	Flags    uint32
+	From, To uint64
+	Drops    uint64 // cumulative for the thread
+	Pages    []PageAgg
+}
+
+// Event is one recorded page change: page+1 (0 never occurs), the site
+// address (0: an empty slot, to be ignored) and the time.
+type Event struct {
+	Page1 uint64
+	Site  uint64
+	Time  uint64
+}
+
+// EventSize is the size of an Event in a Raw chunk.
+const EventSize = 24
+
+// Raw holds one thread's events as recorded.
+type Raw struct {
+	Serial uint64
+	TID    uint32
+	Flags  uint32 // FlagExit
+	Drops  uint64 // cumulative for the thread
+	Time   uint64 // when written
+	Events []Event
+}
+
+// Note is a marker or a message.
+type Note struct {
+	Kind  uint32
+	TID   uint32
+	Time  uint64
+	Value uint64
+	Text  string
+}
+
+// End says the process finished its trace (at exit). Chunks may follow
+// (events recorded during the rest of exit).
+type End struct {
+	Time    uint64
+	Threads uint64
+	Events  uint64
+	Drops   uint64
+	Flags   uint32
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// AppendChunk appends a framed chunk (magic, type, length, CRC-32C,
+// payload) to dst.
+func AppendChunk(dst []byte, typ ChunkType, payload []byte) []byte {
+	var h [chunkHeaderSize]byte
+	binary.LittleEndian.PutUint32(h[0:], ChunkMagic)
+	binary.LittleEndian.PutUint16(h[4:], uint16(typ))
+	binary.LittleEndian.PutUint16(h[6:], 0)
+	binary.LittleEndian.PutUint32(h[8:], uint32(len(payload)))
+	crc := crc32.Update(0, crcTable, h[4:12])
+	crc = crc32.Update(crc, crcTable, payload)
+	binary.LittleEndian.PutUint32(h[12:], crc)
+	dst = append(dst, h[:]...)
+	return append(dst, payload...)
+}
+
+// Errors.
+var (
+	ErrNotTrace = errors.New("not a vptrace file (bad magic)")
+	ErrVersion  = errors.New("unsupported trace format version")
+	ErrShort    = errors.New("chunk payload too short")
+)

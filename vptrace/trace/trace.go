@@ -1,0 +1,361 @@
+package trace
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Trace is a whole trace file, aggregated: per thread, per page.
+type Trace struct {
+	Path    string
+	Header  *Header
+	Objects []*Object // ascending SitesAddr; duplicates removed
+	Threads []*Thread // ascending TID
+	Notes   []*Note   // in file order
+	End     *End      // nil: the process did not finish (still running, or killed)
+
+	// Reading problems: Truncated (the file ends inside a chunk),
+	// Damaged regions and Skipped bytes, Errors (undecodable chunks).
+	Truncated bool
+	Damaged   int
+	Skipped   int64
+	Errors    []string
+
+	// Chunks counts the chunks by type.
+	Chunks map[ChunkType]int
+
+	byTID map[uint32]*Thread
+}
+
+// Thread is everything one kernel thread id did. A TID the kernel reused
+// for several threads during the run gathers them as Instances.
+type Thread struct {
+	TID       uint32
+	Name      string // thread name at exit (the last instance's), or ""
+	Instances []*Instance
+	Pages     map[uint64]*Page // by page number (address >> 12)
+
+	// Totals over Pages.
+	Events, Reads, Writes uint64
+	First, Last           uint64 // ns since start
+	Drops                 uint64 // events the runtime had to drop
+}
+
+// Instance is one thread (one runtime serial) under a TID.
+type Instance struct {
+	Serial      uint64
+	Start, Exit uint64 // ns since start
+	Exited      bool
+	Events      uint64 // as the runtime counted them at exit
+	Drops       uint64
+	Name        string
+}
+
+// Page is what one thread did to one page.
+type Page struct {
+	Page   uint64 // page number; the address is Page << 12
+	Events uint64
+	Reads  uint64 // events at read and read-modify-write sites
+	Writes uint64 // events at write and read-modify-write sites
+	First  uint64 // ns since start
+	Last   uint64
+	Sites  []SiteCount // ascending Site
+
+	raw []SiteCount // events from raw chunks: kinds resolved at the end
+}
+
+// Addr is the page's address.
+func (p *Page) Addr() uint64 { return p.Page << PageShift }
+
+// TopSite is the site with the most events on the page (0 if none).
+func (p *Page) TopSite() uint64 {
+	var best SiteCount
+	for _, s := range p.Sites {
+		if s.Count > best.Count || (s.Count == best.Count && s.Site < best.Site) {
+			best = s
+		}
+	}
+	return best.Site
+}
+
+// Thread returns the thread with the given TID, or nil.
+func (t *Trace) Thread(tid uint32) *Thread { return t.byTID[tid] }
+
+// SortedPages returns the thread's pages in ascending address order.
+func (th *Thread) SortedPages() []*Page {
+	ps := make([]*Page, 0, len(th.Pages))
+	for _, p := range th.Pages {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Page < ps[j].Page })
+	return ps
+}
+
+// WorkingSet is the number of bytes of the pages the thread touched.
+func (th *Thread) WorkingSet() uint64 { return uint64(len(th.Pages)) * PageSize }
+
+// Site is a resolved site address.
+type Site struct {
+	Addr   uint64
+	Object *Object // nil: no object in the trace holds this address
+	Index  int     // site index in Object
+	SiteRec
+	Function string // function name ("" if unknown)
+	Symbol   string // variable name, "" if the site names none
+}
+
+// Known reports whether the site was found in an object.
+func (s *Site) Known() bool { return s.Object != nil }
+
+// Where is "function+0xOFF" (the instruction in the original object), or
+// "?0xADDR" for an unknown site.
+func (s *Site) Where() string {
+	if s.Object == nil {
+		return fmt.Sprintf("?%#x", s.Addr)
+	}
+	return fmt.Sprintf("%s+%#x", s.Function, s.InsnOff)
+}
+
+// Variable is "symbol+offset" (or "symbol"), or "" when the site names no
+// variable.
+func (s *Site) Variable() string {
+	if s.Symbol == "" {
+		return ""
+	}
+	if s.SymOff == 0 {
+		return s.Symbol
+	}
+	return fmt.Sprintf("%s%+d", s.Symbol, s.SymOff)
+}
+
+// Site resolves a site address (from Page.Sites) through the object tables.
+func (t *Trace) Site(addr uint64) Site {
+	s := Site{Addr: addr, Index: -1}
+	objs := t.Objects
+	i := sort.Search(len(objs), func(i int) bool { return objs[i].SitesAddr > addr }) - 1
+	if i < 0 {
+		return s
+	}
+	o := objs[i]
+	off := addr - o.SitesAddr
+	if off%SiteRecSize != 0 || off/SiteRecSize >= uint64(len(o.Sites)) {
+		return s
+	}
+	s.Object = o
+	s.Index = int(off / SiteRecSize)
+	s.SiteRec = o.Sites[s.Index]
+	s.Function = o.Str(s.Func)
+	if s.Sym != NoSym {
+		s.Symbol = o.Str(s.Sym)
+	}
+	return s
+}
+
+// ---- building ----
+
+type builder struct {
+	t         *Trace
+	instances map[uint64]*Instance // by serial
+	tidOf     map[uint64]uint32
+	objs      map[uint64]*Object // by Desc
+}
+
+func newBuilder(h *Header) *builder {
+	return &builder{
+		t:         &Trace{Header: h, Chunks: map[ChunkType]int{}, byTID: map[uint32]*Thread{}},
+		instances: map[uint64]*Instance{},
+		tidOf:     map[uint64]uint32{},
+		objs:      map[uint64]*Object{},
+	}
+}
+
+func (b *builder) thread(tid uint32) *Thread {
+	th := b.t.byTID[tid]
+	if th == nil {
+		th = &Thread{TID: tid, Pages: map[uint64]*Page{}, First: ^uint64(0)}
+		b.t.byTID[tid] = th
+	}
+	return th
+}
+
+func (b *builder) instance(serial uint64, tid uint32) *Instance {
+	in := b.instances[serial]
+	if in == nil {
+		in = &Instance{Serial: serial, Start: ^uint64(0)}
+		b.instances[serial] = in
+		b.tidOf[serial] = tid
+		th := b.thread(tid)
+		th.Instances = append(th.Instances, in)
+	}
+	return in
+}
+
+func (th *Thread) page(n uint64) *Page {
+	p := th.Pages[n]
+	if p == nil {
+		p = &Page{Page: n, First: ^uint64(0)}
+		th.Pages[n] = p
+	}
+	return p
+}
+
+func addSite(list []SiteCount, site, n uint64) []SiteCount {
+	for i := range list {
+		if list[i].Site == site {
+			list[i].Count += n
+			return list
+		}
+	}
+	return append(list, SiteCount{site, n})
+}
+
+func (b *builder) add(c *Chunk) error {
+	b.t.Chunks[c.Type]++
+	if c.Type == ChunkHeader && b.t.Header != nil {
+		return nil
+	}
+	v, err := c.Decode()
+	if err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case *Header:
+		b.t.Header = x
+	case *Object:
+		if _, dup := b.objs[x.Desc]; !dup {
+			b.objs[x.Desc] = x
+			b.t.Objects = append(b.t.Objects, x)
+		}
+	case *ThreadStart:
+		in := b.instance(x.Serial, x.TID)
+		in.Start = min(in.Start, x.Time)
+		if in.Name == "" {
+			in.Name = x.Name
+		}
+	case *ThreadExit:
+		in := b.instance(x.Serial, x.TID)
+		in.Exited = true
+		in.Exit = max(in.Exit, x.Time)
+		in.Events = max(in.Events, x.Events)
+		in.Drops = max(in.Drops, x.Drops)
+		if x.Name != "" {
+			in.Name = x.Name
+		}
+	case *Agg:
+		in := b.instance(x.Serial, x.TID)
+		in.Drops = max(in.Drops, x.Drops)
+		th := b.thread(b.tidOf[x.Serial])
+		for i := range x.Pages {
+			pa := &x.Pages[i]
+			p := th.page(pa.Page)
+			p.Events += pa.Events
+			p.Reads += pa.Reads
+			p.Writes += pa.Writes
+			p.First = min(p.First, pa.First)
+			p.Last = max(p.Last, pa.Last)
+			for _, s := range pa.Sites {
+				p.Sites = addSite(p.Sites, s.Site, s.Count)
+			}
+			in.Start = min(in.Start, pa.First)
+		}
+	case *Raw:
+		in := b.instance(x.Serial, x.TID)
+		in.Drops = max(in.Drops, x.Drops)
+		th := b.thread(b.tidOf[x.Serial])
+		for _, e := range x.Events {
+			if e.Site == 0 || e.Page1 == 0 {
+				continue
+			}
+			p := th.page(e.Page1 - 1)
+			p.Events++
+			p.First = min(p.First, e.Time)
+			p.Last = max(p.Last, e.Time)
+			p.raw = addSite(p.raw, e.Site, 1)
+			in.Start = min(in.Start, e.Time)
+		}
+	case *Note:
+		b.t.Notes = append(b.t.Notes, x)
+	case *End:
+		b.t.End = x
+	}
+	return nil
+}
+
+func (b *builder) finish() *Trace {
+	t := b.t
+	slices.SortFunc(t.Objects, func(x, y *Object) int {
+		switch {
+		case x.SitesAddr < y.SitesAddr:
+			return -1
+		case x.SitesAddr > y.SitesAddr:
+			return 1
+		}
+		return 0
+	})
+	for _, th := range t.byTID {
+		t.Threads = append(t.Threads, th)
+		for _, p := range th.Pages {
+			for _, s := range p.raw {
+				k := t.Site(s.Site).Kind
+				if k&KindRead != 0 {
+					p.Reads += s.Count
+				}
+				if k&KindWrite != 0 {
+					p.Writes += s.Count
+				}
+				p.Sites = addSite(p.Sites, s.Site, s.Count)
+			}
+			p.raw = nil
+			slices.SortFunc(p.Sites, func(x, y SiteCount) int {
+				switch {
+				case x.Site < y.Site:
+					return -1
+				case x.Site > y.Site:
+					return 1
+				}
+				return 0
+			})
+			th.Events += p.Events
+			th.Reads += p.Reads
+			th.Writes += p.Writes
+			th.First = min(th.First, p.First)
+			th.Last = max(th.Last, p.Last)
+		}
+		if len(th.Pages) == 0 {
+			th.First = 0
+		}
+		slices.SortFunc(th.Instances, func(x, y *Instance) int {
+			switch {
+			case x.Serial < y.Serial:
+				return -1
+			case x.Serial > y.Serial:
+				return 1
+			}
+			return 0
+		})
+		for _, in := range th.Instances {
+			if in.Start == ^uint64(0) {
+				in.Start = 0
+			}
+			th.Drops += in.Drops
+			if in.Name != "" {
+				th.Name = in.Name
+			}
+		}
+	}
+	sort.Slice(t.Threads, func(i, j int) bool { return t.Threads[i].TID < t.Threads[j].TID })
+	return t
+}
+
+// Totals over all threads.
+func (t *Trace) Totals() (pages, events, reads, writes, drops uint64) {
+	for _, th := range t.Threads {
+		pages += uint64(len(th.Pages))
+		events += th.Events
+		reads += th.Reads
+		writes += th.Writes
+		drops += th.Drops
+	}
+	return
+}

@@ -1,0 +1,103 @@
+package trace
+
+import "io"
+
+// MaxAggPages is the most pages Writer puts in one Agg chunk; larger
+// aggregates are split.
+const MaxAggPages = 1 << 16
+
+// Writer appends chunks to a buffer and writes them with Flush, in one
+// Write call: when w is a file opened with O_APPEND that other writers
+// (the runtime's C code) append to as well, whole chunks never interleave.
+type Writer struct {
+	w   io.Writer
+	buf []byte
+	tmp []byte
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+func (w *Writer) chunk(typ ChunkType, payload []byte) {
+	w.buf = AppendChunk(w.buf, typ, payload)
+}
+
+// Begin appends the file magic and the header chunk: the start of a file.
+func (w *Writer) Begin(h *Header) {
+	if h.Major == 0 {
+		h.Major, h.Minor = Major, Minor
+	}
+	if h.PageSize == 0 {
+		h.PageSize = PageSize
+	}
+	w.buf = append(w.buf, FileMagic...)
+	w.tmp = h.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkHeader, w.tmp)
+}
+
+// Object appends an object chunk.
+func (w *Writer) Object(o *Object) {
+	w.tmp = o.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkObject, w.tmp)
+}
+
+// ThreadStart appends a thread chunk.
+func (w *Writer) ThreadStart(t *ThreadStart) {
+	w.tmp = t.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkThread, w.tmp)
+}
+
+// ThreadExit appends a thread-exit chunk.
+func (w *Writer) ThreadExit(t *ThreadExit) {
+	w.tmp = t.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkThreadExit, w.tmp)
+}
+
+// Agg sorts a (SortAgg) and appends it as one or more agg chunks of at most
+// MaxAggPages pages each.
+func (w *Writer) Agg(a *Agg) {
+	SortAgg(a)
+	pages := a.Pages
+	for first := true; first || len(pages) > 0; first = false {
+		part := *a
+		n := min(len(pages), MaxAggPages)
+		part.Pages = pages[:n]
+		pages = pages[n:]
+		w.tmp = part.AppendPayload(w.tmp[:0])
+		w.chunk(ChunkAgg, w.tmp)
+	}
+}
+
+// Raw appends a raw chunk.
+func (w *Writer) Raw(r *Raw) {
+	w.tmp = r.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkRaw, w.tmp)
+}
+
+// Note appends a note chunk.
+func (w *Writer) Note(n *Note) {
+	w.tmp = n.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkNote, w.tmp)
+}
+
+// End appends an end chunk.
+func (w *Writer) End(e *End) {
+	w.tmp = e.AppendPayload(w.tmp[:0])
+	w.chunk(ChunkEnd, w.tmp)
+}
+
+// Buffered is the number of bytes Flush would write.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+// Flush writes the buffered chunks with one Write call.
+func (w *Writer) Flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	if cap(w.buf) > 64<<20 {
+		w.buf = nil
+	}
+	return err
+}
