@@ -1,6 +1,6 @@
 # hijack — build and test entry points. See README.md.
 #
-#   make build        bin/hijack
+#   make build        bin/hijack, bin/libvptrace.a, bin/vptrace.h
 #   make deps         install the packages and Debian sources the tests need
 #   make test         deps + build + unit tests + e2e suite (what CI runs)
 #   make demo         rewrite a small C program with the pad preset, compare runs
@@ -31,6 +31,7 @@ all: build
 
 build:
 	$(GO) build -o bin/hijack ./cmd/hijack
+	@$(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 
 deps:
 	@scripts/deps.sh

@@ -197,7 +197,6 @@ func (st *objState) finish() error {
 	le.PutUint32(data[16:], uint32(descSize-16))
 	le.PutUint32(data[20:], uint32(descSize+siteSize*n-20))
 	le.PutUint32(data[24:], name)
-	le.PutUint32(data[28:], uint32(len(st.strs.data)))
 	le.PutUint64(data[32:], st.id)
 	for k, s := range st.sites {
 		r := data[descSize+siteSize*k:]
@@ -225,6 +224,9 @@ func (st *objState) finish() error {
 		le.PutUint32(r[24:], uint32(s.block))
 		le.PutUint32(r[28:], uint32(s.score*1e6))
 	}
+	// The string table is complete only now that every site named its
+	// function and variable.
+	le.PutUint32(data[28:], uint32(len(st.strs.data)))
 	data = append(data, st.strs.data...)
 	sec := f.Sections[st.secData]
 	sec.Data = data

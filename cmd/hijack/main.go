@@ -20,6 +20,7 @@ Usage:
   hijack dump [--func GLOB] IN.o        show what hijack understood of IN.o
   hijack analyze [--json|--dot F] IN.o  blocks, loops and scores per function
   hijack cc [-r RULES] -- CC ARGS...    compiler wrapper: make CC="hijack cc -r R -- gcc"
+  hijack report [--csv|--json] TRACE   pages per thread from a vptrace trace file
   hijack help                           this text
 
 Rewrite options:
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return cmdAnalyze(args[1:], stdout, stderr)
 		case "cc":
 			return cmdCC(args[1:], stdout, stderr)
+		case "report":
+			return cmdReport(args[1:], stdout, stderr)
 		case "help", "-h", "--help", "-help":
 			fmt.Fprint(stdout, usage)
 			return 0

@@ -646,8 +646,9 @@ func TestInstrumented(t *testing.T) {
 	}
 }
 
-// TestRep: vpt_rep records every page of rep string ranges, forwards and
-// backwards, short (the assembly path) and long (C), across hand-offs.
+// TestRep: vpt_rep records every page of rep string ranges, vpt_range of
+// sweeps, forwards and backwards, short (the assembly path) and long (C),
+// across hand-offs.
 func TestRep(t *testing.T) {
 	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}, {"VPTRACE_RAW=1"}} {
 		r := runVT(t, env, "rep")
@@ -657,7 +658,7 @@ func TestRep(t *testing.T) {
 		for _, th := range tr.Threads {
 			for _, p := range th.Pages {
 				for _, sc := range p.Sites {
-					if s := tr.Site(sc.Site); s.Kind&0x30 == 0 {
+					if s := tr.Site(sc.Site); s.Kind&0x70 == 0 {
 						t.Errorf("site %s kind %v", s.Where(), s.Kind)
 					}
 				}
@@ -679,8 +680,8 @@ func TestRegisters(t *testing.T) {
 		mustOK(t, r)
 		tr := load(t, r.trace)
 		want := expectations(t, r.stdout)
-		if len(want) != 16 {
-			t.Errorf("%d threads, want 16", len(want))
+		if len(want) != 17 {
+			t.Errorf("%d threads, want 17", len(want))
 		}
 		compare(t, tr, want)
 	}
@@ -696,7 +697,7 @@ func TestValgrind(t *testing.T) {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		t.Skip("no valgrind")
 	}
-	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}} {
+	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}, {"rep"}} {
 		dir := t.TempDir()
 		args := append([]string{"--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
 			"--suppressions=testdata/valgrind.supp", "--trace-children=yes", "-q", vtBin}, sc...)

@@ -93,7 +93,8 @@ struct vpt_site {          /* 32 bytes */
 	uint32_t sym;          /* variable name (offset in strs) or 0xffffffff */
 	int32_t sym_off;
 	uint8_t kind;          /* bit 0 read, bit 1 write (3: read-modify-write);
-	                          bit 4 rep string source (from rsi), bit 5 rep destination (rdi) */
+	                          bit 4 rep string source (from rsi), bit 5 rep destination (rdi);
+	                          bit 6 a sweep, recorded per loop run (vpt_range) */
 	uint8_t seg;           /* 0 heap/unknown, 1 global, 2 stack, 3 TLS */
 	uint16_t size;         /* access size; rep string operations: element size */
 	uint32_t covers;
@@ -116,7 +117,9 @@ void vpt_unregister(const struct vpt_object *obj);
  * preserved). vpt_rep: before a rep string instruction, nothing in
  * registers; it records every page of the instruction's range (rsi or rdi
  * by the site's kind bit 4/5, rcx elements of the site's size, DF for the
- * direction). Not callable from C. */
+ * direction). vpt_range: at a loop exit, with the first and then the last
+ * address of a sweep pushed; it records every page between them (the
+ * caller pops them). Not callable from C. */
 void vpt_slow_rax(void);
 void vpt_slow_rcx(void);
 void vpt_slow_rdx(void);
@@ -133,6 +136,7 @@ void vpt_slow_r13(void);
 void vpt_slow_r14(void);
 void vpt_slow_r15(void);
 void vpt_rep(void);
+void vpt_range(void);
 
 /* ---- trace file constants (vptrace/FORMAT.md) ------------------------------ */
 

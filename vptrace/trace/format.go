@@ -97,7 +97,8 @@ const (
 
 // Kind is vpt_site.kind: bit 0 read, bit 1 write (both: read-modify-write),
 // bit 4 a rep string operation's source range (from rsi), bit 5 its
-// destination range (from rdi).
+// destination range (from rdi), bit 6 a sweep recorded as one range per
+// loop run.
 type Kind uint8
 
 // Kinds and kind bits.
@@ -107,6 +108,7 @@ const (
 	KindRMW     Kind = 3
 	KindRepSrc  Kind = 0x10
 	KindRepDest Kind = 0x20
+	KindRange   Kind = 0x40
 )
 
 func (k Kind) String() string {
@@ -126,6 +128,9 @@ func (k Kind) String() string {
 	}
 	if k&KindRepDest != 0 {
 		s += ",rep-dst"
+	}
+	if k&KindRange != 0 {
+		s += ",range"
 	}
 	return s
 }

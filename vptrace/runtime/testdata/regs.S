@@ -75,8 +75,16 @@ vt_regtest_\reg:
 	call vpt_rep
 	nopl vt_sites+32*9(%rip)	/* rep source, from rsi */
 	.else
+	.ifc \reg,range
+	pushq %fs:vt_rfirst@tpoff
+	pushq %fs:vt_rlast@tpoff
+	call vpt_range
+	nopl vt_sites+32*14(%rip)	/* a sweep's range */
+	leaq 16(%rsp), %rsp
+	.else
 	call vpt_slow_\reg
 	nopl vt_sites+32*7(%rip)
+	.endif
 	.endif
 	leaq 128(%rsp), %rsp
 	pushfq
@@ -102,6 +110,7 @@ vt_regtest_\reg:
 	REGTEST r14
 	REGTEST r15
 	REGTEST rep
+	REGTEST range
 
 vt_regtest_tail:
 	movq %rcx, 8*1(%rax)

@@ -20,8 +20,9 @@
  *  11 vt_stosq     rep destination write  (vpt_rep, rdi, 8-byte elements)
  *  12 vt_movsq_back rep source     read   (DF set: backwards)
  *  13 vt_movsq_back rep destination write
+ *  14 vt_sweep     read, range (kind 0x40: vpt_range at loop exit, 8-byte loads)
  */
-#define NSITES 14
+#define NSITES 15
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -62,6 +63,7 @@ vt_sites:
 	SITE s_stosq, 0x8, 0xffffffff, 0, 0x22, 0, 8
 	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x11, 0, 8
 	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x22, 0, 8
+	SITE s_sweep, 0x10, 0xffffffff, 0, 0x41, 0, 8
 
 vt_strs:
 	.byte 0
@@ -78,6 +80,7 @@ s_read2: .asciz "vt_read2"
 s_movsb: .asciz "vt_movsb"
 s_stosq: .asciz "vt_stosq"
 s_movsqb: .asciz "vt_movsq_back"
+s_sweep: .asciz "vt_sweep"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:
@@ -247,6 +250,30 @@ vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
 	rep stosq
 	ret
 	.size vt_stosq, .-vt_stosq
+
+/* a sweep summarised per loop run: the entry stores the first address in
+ * the site's slot, the exit hands first and last to vpt_range */
+	.globl vt_sweep
+	.type vt_sweep, @function
+vt_sweep:				/* long vt_sweep(const char *p, long n >= 1, long step) */
+	movq %rdi, %fs:vt_slots@tpoff+8*14
+	xorl %eax, %eax
+	movq %rdi, %r8
+	movq %rsi, %rcx
+1:	addq (%r8), %rax
+	addq %rdx, %r8
+	decq %rcx
+	jnz 1b
+	subq %rdx, %r8			/* the last address */
+	leaq -128(%rsp), %rsp
+	pushq %fs:vt_slots@tpoff+8*14	/* first */
+	pushq %r8			/* last */
+	call vpt_range
+	nopl vt_sites+32*14(%rip)
+	leaq 16(%rsp), %rsp
+	leaq 128(%rsp), %rsp
+	ret
+	.size vt_sweep, .-vt_sweep
 
 	.globl vt_movsq_back
 	.type vt_movsq_back, @function

@@ -36,11 +36,12 @@ int vt_read2(const void *p, long a, long b);
 void vt_movsb(void *dst, const void *src, size_t n);
 void vt_stosq(void *dst, uint64_t v, size_t n);
 void vt_movsq_back(void *dst_last, const void *src_last, size_t n);
+long vt_sweep(const char *p, long n, long step);
 extern char vt_gbuf[];
 
-#define NSITES 14
-static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2};
-static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+#define NSITES 15
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
 
 /* ---- expectations ---- */
 
@@ -165,10 +166,26 @@ static void MOVSQ_BACK(char *d_end, const char *s_end, size_t n)
 	rec_range(13, (uintptr_t)(d_end - 8 * n), n * 8);
 }
 
-/* rep string operations: vpt_rep, short and long ranges, both directions */
+/* a sweep site: every page from the lowest to the highest access, each of 8 bytes */
+static void SWEEP(const char *p, long n, long step)
+{
+	const char *last = p + (n - 1) * step, *lo = step < 0 ? last : p, *hi = step < 0 ? p : last;
+	vt_sweep(p, n, step);
+	rec_range(14, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+}
+
+/* rep string operations (vpt_rep) and sweeps (vpt_range): short and long
+ * ranges, both directions */
 static int reptest(void)
 {
 	char *a = pages(600), *b = pages(600);
+	SWEEP(a, 1, 8);                           /* one access */
+	SWEEP(a + 4090, 2, 8);                    /* straddles */
+	SWEEP(a, 300, 4096);                      /* 300 pages */
+	SWEEP(a + 4096 * 400, 3 * 64, -64);       /* backwards, 3 pages */
+	SWEEP(a + 100, 50, 0);                    /* step 0 */
+	for (int i = 0; i < 2000; i++)
+		SWEEP(a + (i % 500) * 4096, 10, 8);
 	MOVSB(b, a, 100);                      /* one page each */
 	MOVSB(b + 4000, a + 4090, 200);        /* straddles */
 	MOVSB(b, a, 0);                        /* nothing */
@@ -566,13 +583,13 @@ _Static_assert(__builtin_offsetof(struct regstate, st0) == 656, "st0");
 _Static_assert(sizeof(struct regstate) == 672, "regstate");
 
 #define RT(r) void vt_regtest_##r(struct regstate *, struct regstate *);
-RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep)
+RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep) RT(range)
 static void (*const regfn[16])(struct regstate *, struct regstate *) = {
 	vt_regtest_rax, vt_regtest_rcx, vt_regtest_rdx, vt_regtest_rbx, NULL, vt_regtest_rbp,
 	vt_regtest_rsi, vt_regtest_rdi, vt_regtest_r8, vt_regtest_r9, vt_regtest_r10, vt_regtest_r11,
 	vt_regtest_r12, vt_regtest_r13, vt_regtest_r14, vt_regtest_r15};
-static const char *const regname[17] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
-					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep"};
+static const char *const regname[18] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep", "range"};
 
 static uint64_t rnd_state = 88172645463325252ull;
 static uint64_t rnd(void)
@@ -585,7 +602,9 @@ static uint64_t rnd(void)
 
 static int regfail;
 static char *regbuf;
-#define REG_REP 16 /* vt_regtest_rep: vpt_rep with a range from rsi */
+#define REG_REP 16   /* vt_regtest_rep: vpt_rep with a range from rsi */
+#define REG_RANGE 17 /* vt_regtest_range: vpt_range(vt_rfirst, vt_rlast) */
+__thread uint64_t vt_rfirst, vt_rlast;
 
 static void *reg_thread(void *arg)
 {
@@ -607,7 +626,16 @@ static void *reg_thread(void *arg)
 		in.st0[9] = 0x3f; /* a normal long double */
 		in.st0[7] |= 0x80;
 		const char *page = regbuf + (rnd() % 16) * 4096;
-		if (reg == REG_REP) {
+		if (reg == REG_RANGE) {
+			uint64_t x = (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
+			uint64_t y = it % 3 ? x + rnd() % 64 : (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
+			vt_rfirst = x;
+			vt_rlast = y;
+			memset(&out, 0xee, sizeof out);
+			vt_regtest_range(&in, &out);
+			uint64_t lo = x < y ? x : y, hi = x < y ? y : x;
+			rec_range(14, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+		} else if (reg == REG_REP) {
 			/* a range of up to 7 pages around the middle of regbuf */
 			uint64_t n = rnd() % (it % 3 ? 64 : 7 * 4096);
 			in.gpr[6] = (uint64_t)(uintptr_t)(regbuf + 8 * 4096 + rnd() % 4096);
@@ -660,7 +688,7 @@ static int regs(void)
 		return 0;
 	}
 	regbuf = pages(16);
-	for (int r = 0; r <= REG_REP; r++) {
+	for (int r = 0; r <= REG_RANGE; r++) {
 		pthread_t th;
 		if (r == 4)
 			continue;

@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"hijack/vptrace/trace"
+)
+
+const reportUsage = `Usage: hijack report [--csv | --json] [--thread TID] [--top N] TRACE...
+
+Summarises vptrace trace files (what a program linked with libvptrace.a
+writes to VPTRACE_OUT): per thread, the pages it touched, its working set,
+reads and writes, the busiest pages with the function, instruction and
+variable that touched them, and totals by function and by variable.
+A fork child writes its own file; give several files to see them all.
+
+  (default)       readable tables
+  --csv           one row per (thread, page):
+                  thread,page,reads,writes,events,first_ns,last_ns,sites,
+                  top_function,top_insn,top_symbol,segment,object,pid
+                  (thread: kernel TID; page: 0x-prefixed page address)
+  --json          everything, including every page with its sites
+  --thread TID    only this thread (kernel TID)
+  --top N         pages, functions and variables per thread in tables
+                  (default 10; 0: all)
+
+Counts are events: in the default mode an event is "this instruction moved
+to this page", in exact mode one access (see vptrace/FORMAT.md). A file
+still being written, or left by a killed process, is read up to its last
+complete chunk.
+`
+
+type reportOpts struct {
+	csv, json bool
+	thread    int64 // -1: all
+	top       int
+}
+
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o reportOpts
+	fs.BoolVar(&o.csv, "csv", false, "CSV, one row per (thread, page)")
+	fs.BoolVar(&o.json, "json", false, "JSON")
+	fs.Int64Var(&o.thread, "thread", -1, "only this kernel TID")
+	fs.IntVar(&o.top, "top", 10, "rows per table")
+	help := fs.BoolP("help", "h", false, "help")
+	if err := fs.Parse(reportSingleDash(args)); err != nil {
+		fmt.Fprintf(stderr, "hijack report: %v\n%s", err, reportUsage)
+		return 2
+	}
+	if *help {
+		fmt.Fprint(stdout, reportUsage)
+		return 0
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, reportUsage)
+		return 2
+	}
+	if o.csv && o.json {
+		fmt.Fprintf(stderr, "hijack report: --csv and --json exclude each other\n")
+		return 2
+	}
+	if o.top < 0 {
+		fmt.Fprintf(stderr, "hijack report: --top must be >= 0\n")
+		return 2
+	}
+	var traces []*trace.Trace
+	for _, path := range fs.Args() {
+		tr, err := trace.Load(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(reportErr(path, err)))
+			return 1
+		}
+		if tr.Damaged > 0 {
+			fmt.Fprintf(stderr, "hijack: %s: warning: %d damaged region(s), %d bytes skipped\n", path, tr.Damaged, tr.Skipped)
+		}
+		for _, e := range tr.Errors {
+			fmt.Fprintf(stderr, "hijack: %s: warning: %s\n", path, e)
+		}
+		traces = append(traces, tr)
+	}
+	if o.thread >= 0 {
+		found := false
+		for _, tr := range traces {
+			found = found || tr.Thread(uint32(o.thread)) != nil
+		}
+		if !found {
+			var tids []string
+			for _, tr := range traces {
+				for _, th := range tr.Threads {
+					tids = append(tids, strconv.FormatUint(uint64(th.TID), 10))
+				}
+			}
+			fmt.Fprintf(stderr, "hijack: %s: no thread %d (threads: %s)\n", strings.Join(fs.Args(), ", "), o.thread, strings.Join(tids, " "))
+			return 1
+		}
+	}
+	w := bufio.NewWriter(stdout)
+	var err error
+	switch {
+	case o.csv:
+		err = reportCSV(w, traces, &o)
+	case o.json:
+		err = reportJSON(w, traces, &o)
+	default:
+		for i, tr := range traces {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			reportText(w, tr, &o)
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack report: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// reportErr words a loading error for the one-line message.
+func reportErr(path string, err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, path) {
+		msg = path + ": " + msg
+	}
+	return msg
+}
+
+// reportSingleDash accepts -csv, -json, -thread, -top like --csv ...
+func reportSingleDash(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, long := range []string{"csv", "json", "thread", "top", "help"} {
+			if a == "-"+long || strings.HasPrefix(a, "-"+long+"=") {
+				a = "-" + a
+			}
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (o *reportOpts) threads(tr *trace.Trace) []*trace.Thread {
+	if o.thread < 0 {
+		return tr.Threads
+	}
+	if th := tr.Thread(uint32(o.thread)); th != nil {
+		return []*trace.Thread{th}
+	}
+	return nil
+}
+
+// ---- analysis shared by the formats ----
+
+type pageRow struct {
+	p       *trace.Page
+	top     trace.Site // the site with the most events
+	sym     string     // the variable with the most events ("" if none)
+	nsites  int
+	segment string
+}
+
+func pageInfo(tr *trace.Trace, p *trace.Page) pageRow {
+	r := pageRow{p: p, nsites: len(p.Sites)}
+	r.top = tr.Site(p.TopSite())
+	syms := map[string]uint64{}
+	for _, s := range p.Sites {
+		if site := tr.Site(s.Site); site.Symbol != "" {
+			syms[site.Symbol] += s.Count
+		}
+	}
+	var best uint64
+	for name, n := range syms {
+		if n > best || (n == best && name < r.sym) {
+			r.sym, best = name, n
+		}
+	}
+	if r.top.Known() {
+		r.segment = r.top.Seg.String()
+	}
+	return r
+}
+
+type group struct {
+	Name   string `json:"name"`
+	Object string `json:"object,omitempty"`
+	Events uint64 `json:"events"`
+	Reads  uint64 `json:"reads"`
+	Writes uint64 `json:"writes"`
+	Pages  int    `json:"pages"`
+}
+
+// groups totals a thread's events by function and by variable (sites
+// naming no variable count under their segment: [heap], [stack], ...).
+func groups(tr *trace.Trace, th *trace.Thread) (byFunc, bySym []group) {
+	type acc struct {
+		g     group
+		pages map[uint64]bool
+	}
+	fm, sm := map[string]*acc{}, map[string]*acc{}
+	add := func(m map[string]*acc, key, obj string, k trace.Kind, n, page uint64) {
+		a := m[key]
+		if a == nil {
+			a = &acc{g: group{Name: key, Object: obj}, pages: map[uint64]bool{}}
+			m[key] = a
+		}
+		a.g.Events += n
+		if k&trace.KindRead != 0 {
+			a.g.Reads += n
+		}
+		if k&trace.KindWrite != 0 {
+			a.g.Writes += n
+		}
+		a.pages[page] = true
+	}
+	for _, p := range th.Pages {
+		for _, sc := range p.Sites {
+			s := tr.Site(sc.Site)
+			fn, obj, sym := "?", "", "?"
+			if s.Known() {
+				fn, obj = s.Function, s.Object.Name()
+				sym = s.Symbol
+				if sym == "" {
+					sym = "[" + s.Seg.String() + "]"
+				}
+			}
+			add(fm, fn, obj, s.Kind, sc.Count, p.Page)
+			add(sm, sym, "", s.Kind, sc.Count, p.Page)
+		}
+	}
+	flat := func(m map[string]*acc) []group {
+		out := make([]group, 0, len(m))
+		for _, a := range m {
+			a.g.Pages = len(a.pages)
+			out = append(out, a.g)
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].Events != out[j].Events {
+				return out[i].Events > out[j].Events
+			}
+			return out[i].Name < out[j].Name
+		})
+		return out
+	}
+	return flat(fm), flat(sm)
+}
+
+func topPages(th *trace.Thread) []*trace.Page {
+	ps := th.SortedPages()
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Events > ps[j].Events })
+	return ps
+}
+
+func limit[T any](s []T, n int) []T {
+	if n > 0 && len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func bytesStr(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func nsStr(ns uint64) string {
+	return time.Duration(ns).Round(time.Microsecond).String()
+}
+
+// status describes how complete the file is.
+func status(tr *trace.Trace) string {
+	var parts []string
+	switch {
+	case tr.End != nil && tr.End.Flags&trace.EndFallback != 0:
+		parts = append(parts, "complete (the aggregator timed out at exit; the rest was written raw)")
+	case tr.End != nil:
+		parts = append(parts, "complete")
+	default:
+		parts = append(parts, "INCOMPLETE: no end record (the process is still running, was killed, or called _exit)")
+	}
+	if tr.Truncated {
+		parts = append(parts, fmt.Sprintf("last %d bytes (an unfinished chunk) ignored", tr.Skipped))
+	}
+	if tr.Damaged > 0 {
+		parts = append(parts, fmt.Sprintf("%d damaged region(s) skipped", tr.Damaged))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func duration(tr *trace.Trace) uint64 {
+	var d uint64
+	if tr.End != nil {
+		d = tr.End.Time
+	}
+	for _, th := range tr.Threads {
+		d = max(d, th.Last)
+	}
+	return d
+}
+
+// ---- text ----
+
+func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
+	h := tr.Header
+	start := time.Unix(0, int64(h.StartUnix)).UTC().Format("2006-01-02 15:04:05 UTC")
+	cmd := strings.Join(h.Cmdline, " ")
+	if cmd == "" {
+		cmd = h.Program
+	}
+	fmt.Fprintf(w, "trace %s: pid %d", tr.Path, h.PID)
+	if h.Flags&trace.HeaderForked != 0 {
+		fmt.Fprintf(w, " (fork child of %d)", h.PPID)
+	}
+	fmt.Fprintf(w, ", %s, started %s, %s\n", cmd, start, nsStr(duration(tr)))
+	fmt.Fprintf(w, "status: %s\n", status(tr))
+	pages, events, reads, writes, drops := tr.Totals()
+	nsites := 0
+	for _, ob := range tr.Objects {
+		nsites += len(ob.Sites)
+	}
+	fmt.Fprintf(w, "%d object(s), %d sites; %d thread(s); %d (thread, page) pairs, %s; %d events (%d reads, %d writes)",
+		len(tr.Objects), nsites, len(tr.Threads), pages, bytesStr(pages*trace.PageSize), events, reads, writes)
+	if drops > 0 {
+		fmt.Fprintf(w, "; %d events DROPPED", drops)
+	}
+	fmt.Fprintln(w)
+	for _, n := range tr.Notes {
+		kind := map[uint32]string{trace.NoteText: "note", trace.NoteStart: "start", trace.NoteStop: "stop",
+			trace.NoteWarning: "WARNING", trace.NoteFork: "fork"}[n.Kind]
+		fmt.Fprintf(w, "  %10s  %-7s tid %d: %s\n", nsStr(n.Time), kind, n.TID, n.Text)
+	}
+	ths := o.threads(tr)
+	if len(ths) == 0 {
+		fmt.Fprintln(w, "no events")
+		return
+	}
+	fmt.Fprintf(w, "\n%8s  %-15s %8s %11s %10s %10s %10s %6s %10s %10s\n",
+		"TID", "name", "pages", "working set", "events", "reads", "writes", "drops", "first", "last")
+	for _, th := range ths {
+		fmt.Fprintf(w, "%8d  %-15s %8d %11s %10d %10d %10d %6d %10s %10s\n", th.TID, th.Name, len(th.Pages),
+			bytesStr(th.WorkingSet()), th.Events, th.Reads, th.Writes, th.Drops, nsStr(th.First), nsStr(th.Last))
+	}
+	for _, th := range ths {
+		if len(th.Pages) == 0 {
+			continue
+		}
+		name := ""
+		if th.Name != "" {
+			name = " (" + th.Name + ")"
+		}
+		fmt.Fprintf(w, "\nthread %d%s: %d pages, %s\n", th.TID, name, len(th.Pages), bytesStr(th.WorkingSet()))
+		fmt.Fprintf(w, "  %-18s %9s %9s %9s  %-7s %-30s %s\n", "page", "events", "reads", "writes", "segment", "function+insn", "variable")
+		for _, p := range limit(topPages(th), o.top) {
+			r := pageInfo(tr, p)
+			fmt.Fprintf(w, "  %#-18x %9d %9d %9d  %-7s %-30s %s\n", p.Addr(), p.Events, p.Reads, p.Writes,
+				r.segment, r.top.Where(), r.sym)
+		}
+		byFunc, bySym := groups(tr, th)
+		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by function", "events", "reads", "writes", "pages")
+		for _, g := range limit(byFunc, o.top) {
+			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
+		}
+		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by variable", "events", "reads", "writes", "pages")
+		for _, g := range limit(bySym, o.top) {
+			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
+		}
+	}
+}
+
+// ---- CSV ----
+
+var csvHeader = []string{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites",
+	"top_function", "top_insn", "top_symbol", "segment", "object", "pid"}
+
+func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	for _, tr := range traces {
+		pid := strconv.FormatUint(uint64(tr.Header.PID), 10)
+		for _, th := range o.threads(tr) {
+			tid := strconv.FormatUint(uint64(th.TID), 10)
+			for _, p := range th.SortedPages() {
+				r := pageInfo(tr, p)
+				fn, insn, obj := "", "", ""
+				if r.top.Known() {
+					fn, insn, obj = r.top.Function, fmt.Sprintf("%#x", r.top.InsnOff), r.top.Object.Name()
+				}
+				rec := []string{tid, fmt.Sprintf("%#x", p.Addr()), u(p.Reads), u(p.Writes), u(p.Events),
+					u(p.First), u(p.Last), strconv.Itoa(r.nsites), fn, insn, r.sym, r.segment, obj, pid}
+				if err := cw.Write(rec); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func u(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// ---- JSON ----
+
+type jsonSite struct {
+	Site     string `json:"site"` // function+0xinsn
+	Object   string `json:"object,omitempty"`
+	Variable string `json:"variable,omitempty"`
+	Kind     string `json:"kind"`
+	Segment  string `json:"segment"`
+	Count    uint64 `json:"count"`
+}
+
+type jsonPage struct {
+	Page        string     `json:"page"`
+	Events      uint64     `json:"events"`
+	Reads       uint64     `json:"reads"`
+	Writes      uint64     `json:"writes"`
+	FirstNS     uint64     `json:"first_ns"`
+	LastNS      uint64     `json:"last_ns"`
+	TopFunction string     `json:"top_function"`
+	TopSymbol   string     `json:"top_symbol"`
+	Segment     string     `json:"segment"`
+	Sites       []jsonSite `json:"sites"`
+}
+
+type jsonThread struct {
+	TID        uint32     `json:"tid"`
+	Name       string     `json:"name,omitempty"`
+	Instances  int        `json:"instances"`
+	Exited     bool       `json:"exited"`
+	Pages      int        `json:"pages"`
+	WorkingSet uint64     `json:"working_set_bytes"`
+	Events     uint64     `json:"events"`
+	Reads      uint64     `json:"reads"`
+	Writes     uint64     `json:"writes"`
+	Drops      uint64     `json:"drops"`
+	FirstNS    uint64     `json:"first_ns"`
+	LastNS     uint64     `json:"last_ns"`
+	ByFunction []group    `json:"by_function"`
+	BySymbol   []group    `json:"by_symbol"`
+	PageList   []jsonPage `json:"page_list"`
+}
+
+type jsonTrace struct {
+	Path       string         `json:"path"`
+	PID        uint32         `json:"pid"`
+	PPID       uint32         `json:"ppid"`
+	ForkChild  bool           `json:"fork_child"`
+	Program    string         `json:"program"`
+	Cmdline    []string       `json:"cmdline"`
+	StartUnix  uint64         `json:"start_unix_ns"`
+	DurationNS uint64         `json:"duration_ns"`
+	Complete   bool           `json:"complete"`
+	Truncated  bool           `json:"truncated"`
+	Damaged    int            `json:"damaged_regions"`
+	Status     string         `json:"status"`
+	Objects    []jsonObject   `json:"objects"`
+	Notes      []jsonNote     `json:"notes"`
+	Threads    []jsonThread   `json:"threads"`
+	Chunks     map[string]int `json:"chunks"`
+}
+
+type jsonObject struct {
+	Name  string `json:"name"`
+	ID    string `json:"id"`
+	Sites int    `json:"sites"`
+}
+
+type jsonNote struct {
+	TimeNS uint64 `json:"time_ns"`
+	Kind   uint32 `json:"kind"`
+	TID    uint32 `json:"tid"`
+	Value  uint64 `json:"value"`
+	Text   string `json:"text"`
+}
+
+func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
+	out := struct {
+		Traces []jsonTrace `json:"traces"`
+	}{Traces: []jsonTrace{}}
+	for _, tr := range traces {
+		h := tr.Header
+		jt := jsonTrace{Path: tr.Path, PID: h.PID, PPID: h.PPID, ForkChild: h.Flags&trace.HeaderForked != 0,
+			Program: h.Program, Cmdline: h.Cmdline, StartUnix: h.StartUnix, DurationNS: duration(tr),
+			Complete: tr.End != nil, Truncated: tr.Truncated, Damaged: tr.Damaged, Status: status(tr),
+			Objects: []jsonObject{}, Notes: []jsonNote{}, Threads: []jsonThread{}, Chunks: map[string]int{}}
+		for typ, n := range tr.Chunks {
+			jt.Chunks[typ.String()] = n
+		}
+		for _, ob := range tr.Objects {
+			jt.Objects = append(jt.Objects, jsonObject{Name: ob.Name(), ID: fmt.Sprintf("%#016x", ob.ID), Sites: len(ob.Sites)})
+		}
+		for _, n := range tr.Notes {
+			jt.Notes = append(jt.Notes, jsonNote{n.Time, n.Kind, n.TID, n.Value, n.Text})
+		}
+		for _, th := range o.threads(tr) {
+			exited := len(th.Instances) > 0
+			for _, in := range th.Instances {
+				exited = exited && in.Exited
+			}
+			jth := jsonThread{TID: th.TID, Name: th.Name, Instances: len(th.Instances), Exited: exited,
+				Pages: len(th.Pages), WorkingSet: th.WorkingSet(), Events: th.Events, Reads: th.Reads,
+				Writes: th.Writes, Drops: th.Drops, FirstNS: th.First, LastNS: th.Last, PageList: []jsonPage{}}
+			jth.ByFunction, jth.BySymbol = groups(tr, th)
+			for _, p := range th.SortedPages() {
+				r := pageInfo(tr, p)
+				jp := jsonPage{Page: fmt.Sprintf("%#x", p.Addr()), Events: p.Events, Reads: p.Reads, Writes: p.Writes,
+					FirstNS: p.First, LastNS: p.Last, TopSymbol: r.sym, Segment: r.segment, Sites: []jsonSite{}}
+				if r.top.Known() {
+					jp.TopFunction = r.top.Function
+				}
+				for _, sc := range p.Sites {
+					s := tr.Site(sc.Site)
+					js := jsonSite{Site: s.Where(), Variable: s.Variable(), Kind: s.Kind.String(), Count: sc.Count}
+					if s.Known() {
+						js.Object, js.Segment = s.Object.Name(), s.Seg.String()
+					}
+					jp.Sites = append(jp.Sites, js)
+				}
+				jth.PageList = append(jth.PageList, jp)
+			}
+			jt.Threads = append(jt.Threads, jth)
+		}
+		out.Traces = append(out.Traces, jt)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
