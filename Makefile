@@ -3,7 +3,8 @@
 #   make build        bin/hijack, bin/libvptrace.a, bin/vptrace.h
 #   make deps         install the packages and Debian sources the tests need
 #   make test         deps + build + unit tests + e2e suite (what CI runs)
-#   make demo         rewrite a small C program with the pad preset, compare runs
+#   make demo         trace a small multi-threaded program with vptrace, print the report
+#   make demo-pad     rewrite a small C program with the pad preset, compare runs
 #   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
 #   make e2e-clobber  the differential part of the suite with the clobber preset
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
@@ -25,7 +26,7 @@ export HIJACK HIJACK_RULES HIJACK_LDLIBS
 # Build bin/hijack first only when it is the rewriter under test.
 BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
 
-.PHONY: all build deps test unit e2e e2e-short e2e-clobber demo bench fuzz-short clean distclean
+.PHONY: all build deps test unit e2e e2e-short e2e-clobber demo demo-pad bench fuzz-short clean distclean
 
 all: build
 
@@ -65,6 +66,9 @@ e2e-short:
 
 demo: $(BUILD_IF_DEFAULT)
 	@scripts/demo.sh
+
+demo-pad: $(BUILD_IF_DEFAULT)
+	@scripts/demo-pad.sh
 
 # Package benchmarks with go's default bench time; the e2e ones (rewriting
 # whole archives, running original vs rewritten programs) 3 times each.
