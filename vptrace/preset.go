@@ -148,24 +148,35 @@ func (p *Preset) state(o *ibr.Object, params rules.Params) (*objState, error) {
 
 func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
 
-// isPIC reports whether the object was compiled for a shared library: it
-// uses general- or local-dynamic TLS, or reaches its own global variables
-// through the GOT.
+// isPIC reports whether the object may end up in a shared library, which
+// needs initial-exec TLS: unless it shows that it was compiled for an
+// executable only, it may. Evidence for an executable: absolute 32-bit
+// addresses (non-PIC code), or PC-relative references from code to global
+// data of default visibility, which a shared library could not bind
+// locally (gcc -fPIE). Objects with neither (functions that only use their
+// arguments) get initial-exec, which links anywhere.
 func isPIC(f *elfobj.File) bool {
 	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
 		for _, r := range s.Relocs {
+			sym := &f.Symbols[r.Sym]
 			switch r.Type {
 			case elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_DTPOFF32:
 				return true
-			case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
-				sym := &f.Symbols[r.Sym]
-				if sym.Shndx != elfobj.ShnUndef && sym.Type() == elf.STT_OBJECT && elf.ST_VISIBILITY(sym.Other) == elf.STV_DEFAULT {
-					return true
+			case elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_TPOFF32:
+				return false
+			case elf.R_X86_64_PC32:
+				if sym.Bind() != elf.STB_LOCAL && elf.ST_VISIBILITY(sym.Other) == elf.STV_DEFAULT && sym.Type() != elf.STT_FUNC && sym.Type() != elf.STT_SECTION {
+					if sym.Shndx == elfobj.ShnUndef || sym.Type() == elf.STT_OBJECT || sym.Type() == elf.STT_NOTYPE {
+						return false
+					}
 				}
 			}
 		}
 	}
-	return false
+	return true
 }
 
 // Finish writes the object's site table, TLS slots and registration

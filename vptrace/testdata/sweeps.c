@@ -1,0 +1,40 @@
+/* sweeps.c: loops whose accesses the vptrace preset summarises as ranges
+ * (sweeps) and loops it must check per access, with the exact pages each
+ * touches printed by the uninstrumented driver for comparison. */
+#include <stddef.h>
+
+long fill(long *a, long n) {          /* sweep: a[i], step 8 */
+	for (long i = 0; i < n; i++)
+		a[i] = i;
+	return a[n - 1];
+}
+
+long strided(const char *p, long n, long stride) { /* step is a register: per access */
+	long s = 0;
+	for (long i = 0; i < n; i += stride)
+		s += p[i];
+	return s;
+}
+
+long backwards(const int *a, long n) { /* sweep with a negative step */
+	long s = 0;
+	for (long i = n - 1; i >= 0; i -= 2)
+		s += a[i];
+	return s;
+}
+
+long chase(long **p, long steps) {    /* pointer chasing: per access */
+	long n = 0;
+	while (steps-- > 0 && p) {
+		p = (long **)*p;
+		n++;
+	}
+	return n;
+}
+
+long early_exit(const long *a, long n, long key) { /* a sweep with two exits */
+	for (long i = 0; i < n; i++)
+		if (a[i] == key)
+			return i;
+	return -1;
+}

@@ -1,0 +1,218 @@
+package vptrace_test
+
+import (
+	"debug/elf"
+	"fmt"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+	"hijack/rewrite"
+	"hijack/rules"
+	"hijack/vptrace"
+	"hijack/vptrace/trace"
+)
+
+// runtimeArchive builds bin/libvptrace.a into a temporary directory once.
+var runtimeDir string
+
+func runtimeArchive(t *testing.T) string {
+	t.Helper()
+	if runtimeDir == "" {
+		dir, err := os.MkdirTemp("", "vptrace-rt-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("sh", "runtime/build.sh", dir).CombinedOutput(); err != nil {
+			t.Fatalf("building the runtime: %v\n%s", err, out)
+		}
+		runtimeDir = dir
+	}
+	return filepath.Join(runtimeDir, "libvptrace.a")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if runtimeDir != "" {
+		os.RemoveAll(runtimeDir)
+	}
+	os.Exit(code)
+}
+
+func instrument(t *testing.T, obj string, settings ...string) string {
+	t.Helper()
+	rf, err := rules.Default(rules.DefaultRegistry(), "vptrace", settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := rewrite.Rewrite(filepath.Base(obj), data, rf, rewrite.Presets{"vptrace": vptrace.New()}, func(w string) { t.Logf("warning: %s", w) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.TrimSuffix(obj, ".o") + ".inst.o"
+	os.WriteFile(p, out, 0o644)
+	return p
+}
+
+func relocTypes(t *testing.T, obj string) map[elf.R_X86_64]int {
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := make(map[elf.R_X86_64]int)
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		d, _ := s.Data()
+		for k := 0; k+24 <= len(d); k += 24 {
+			m[elf.R_X86_64(binary.LittleEndian.Uint64(d[k+8:])&0xffffffff)]++
+		}
+	}
+	return m
+}
+
+// TestSweepsExact runs kernels whose loops become sweeps (and some that
+// cannot) and compares the traced pages with the pages the driver knows
+// they touched: none missing, none extra.
+func TestSweepsExact(t *testing.T) {
+	testutil.Need(t, "gcc")
+	rt := runtimeArchive(t)
+	for _, opt := range []string{"-O0", "-O1", "-O2", "-O3"} {
+		t.Run(opt, func(t *testing.T) {
+			dir := t.TempDir()
+			k := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt)
+			drv := testutil.Compile(t, dir, "gcc", "testdata/sweeps_main.c", "-O2")
+			inst := instrument(t, k)
+			exe := filepath.Join(dir, "app")
+			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			vpt := filepath.Join(dir, "app.vpt")
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint64]bool{}
+			for _, line := range strings.Split(string(out), "\n") {
+				var p uint64
+				if _, err := fmt.Sscanf(line, "page 0x%x", &p); err == nil {
+					want[p>>12] = true
+				}
+			}
+			tr, err := trace.Load(vpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[uint64]bool{}
+			for _, th := range tr.Threads {
+				for p, pg := range th.Pages {
+					// The kernels' own constants (vectorised code
+					// loads them from .rodata.cst*) are real
+					// accesses the driver does not know of.
+					if constantsOnly(tr, pg) {
+						continue
+					}
+					got[p] = true
+				}
+			}
+			var missing, extra []string
+			for p := range want {
+				if !got[p] {
+					missing = append(missing, hex(p))
+				}
+			}
+			for p := range got {
+				if !want[p] {
+					extra = append(extra, hex(p))
+				}
+			}
+			sort.Strings(missing)
+			sort.Strings(extra)
+			if len(missing) > 0 || len(extra) > 0 {
+				t.Fatalf("%d pages expected, %d traced: missing %v, extra %v", len(want), len(got), head(missing), head(extra))
+			}
+			sweeps := 0
+			for _, o := range tr.Objects {
+				for _, r := range o.Sites {
+					if r.Kind&trace.KindRange != 0 {
+						sweeps++
+					}
+				}
+			}
+			// fill and backwards are sweeps once the compiler keeps
+			// the index in a register (early_exit's loop exits through a
+			// taken branch, which needs per-access checks).
+			if opt != "-O0" && sweeps < 2 {
+				t.Errorf("%d sweep sites, want at least 2", sweeps)
+			}
+			t.Logf("%d pages, all traced, none extra; %d sweep sites", len(want), sweeps)
+		})
+	}
+}
+
+// TestTLSModel: an object that can only go into an executable uses
+// local-exec TLS; one that may go into a shared library uses initial-exec
+// and links into one.
+func TestTLSModel(t *testing.T) {
+	testutil.Need(t, "gcc")
+	rt := runtimeArchive(t)
+	dir := t.TempDir()
+	exeObj := testutil.CompileString(t, dir, "gcc", "g.c", "extern long g[]; long get(long i) { long s = 0; for (long k = 0; k < i; k++) s += g[k]; return s; }\n", "-O2")
+	if r := relocTypes(t, instrument(t, exeObj)); r[elf.R_X86_64_TPOFF32] == 0 || r[elf.R_X86_64_GOTTPOFF] != 0 {
+		t.Errorf("executable object: relocations %v, want local-exec TPOFF32 only", r)
+	}
+	pic := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", "-O2", "-fPIC")
+	inst := instrument(t, pic)
+	if r := relocTypes(t, inst); r[elf.R_X86_64_GOTTPOFF] == 0 || r[elf.R_X86_64_TPOFF32] != 0 {
+		t.Errorf("PIC object: relocations %v, want initial-exec GOTTPOFF only", r)
+	}
+	so := filepath.Join(dir, "libsweeps.so")
+	testutil.Link(t, "gcc", so, "-shared", inst)
+	drv := testutil.Compile(t, dir, "gcc", "testdata/sweeps_main.c", "-O2")
+	exe := filepath.Join(dir, "app")
+	testutil.Link(t, "gcc", exe, drv, so, rt, "-lpthread", "-Wl,-rpath,"+dir)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "so.vpt"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tr, err := trace.Load(filepath.Join(dir, "so.vpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Threads) == 0 {
+		t.Fatal("no thread traced from the shared library")
+	}
+}
+
+// constantsOnly reports whether every site that touched the page reads a
+// read-only data section of the kernel.
+func constantsOnly(tr *trace.Trace, pg *trace.Page) bool {
+	for _, sc := range pg.Sites {
+		site := tr.Site(sc.Site)
+		if site.Seg != trace.SegGlobal || !strings.HasPrefix(site.Symbol, ".rodata") && !strings.HasPrefix(site.Symbol, ".LC") {
+			return false
+		}
+	}
+	return len(pg.Sites) > 0
+}
+
+func hex(page uint64) string { return fmt.Sprintf("%#x", page<<12) }
+
+func head(s []string) []string {
+	if len(s) > 8 {
+		return append(s[:8:8], "...")
+	}
+	return s
+}
