@@ -239,7 +239,7 @@ func (sel *selector) loopInfo(l *loops.Loop) *loopInfo {
 				li.ok = false
 			}
 			for r := effect.Reg(0); r < 16; r++ {
-				if (e.Def|e.Partial).Has(r) {
+				if (e.Def | e.Partial).Has(r) {
 					li.defs[r]++
 					li.defAt[r] = i
 				}

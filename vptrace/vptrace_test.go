@@ -2,8 +2,8 @@ package vptrace_test
 
 import (
 	"debug/elf"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
