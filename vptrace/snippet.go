@@ -287,10 +287,8 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			next++
 			b.LeaQ(snippet.Mem(rs, int32(s.size-1)), T)
 			b.ShrQ(snippet.Imm(12), T)
-			b.LeaQ(snippet.Mem(T, 1), T)
 		}
 		b.ShrQ(snippet.Imm(12), rs)
-		b.LeaQ(snippet.Mem(rs, 1), rs)
 		if exact {
 			call("vpt_slow_" + regNames[S])
 		} else {

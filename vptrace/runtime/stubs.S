@@ -70,7 +70,7 @@ vpt_slow_\reg:
 	.cfi_startproc
 	pushq %rdi
 	.cfi_adjust_cfa_offset 8
-	movq %\reg, %rdi
+	leaq 1(%\reg), %rdi            /* the register holds the page; events store page+1 */
 	jmp vpt_event
 	.cfi_endproc
 	.size vpt_slow_\reg, .-vpt_slow_\reg
@@ -98,6 +98,7 @@ vpt_slow_rdi:
 	.cfi_startproc
 	pushq %rdi
 	.cfi_adjust_cfa_offset 8
+	leaq 1(%rdi), %rdi
 	jmp vpt_event
 	.cfi_endproc
 	.size vpt_slow_rdi, .-vpt_slow_rdi

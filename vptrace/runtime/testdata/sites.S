@@ -114,7 +114,6 @@ vt_ctor:
 	.macro FAST k, reg
 	leaq (%rdi), %\reg
 	shrq $12, %\reg
-	leaq 1(%\reg), %\reg
 	cmpq %\reg, %fs:vt_slots@tpoff+8*\k
 	je 1f
 	leaq -128(%rsp), %rsp
@@ -129,7 +128,6 @@ vt_ctor:
 	.macro EXACT k, reg
 	leaq (%rdi), %\reg
 	shrq $12, %\reg
-	leaq 1(%\reg), %\reg
 	leaq -128(%rsp), %rsp
 	call vpt_slow_\reg
 	nopl vt_sites+32*\k(%rip)

@@ -647,7 +647,7 @@ static void *reg_thread(void *arg)
 			else
 				rec_range(9, (uintptr_t)in.gpr[6], n);
 		} else {
-			in.gpr[reg] = ((uint64_t)(uintptr_t)page >> 12) + 1;
+			in.gpr[reg] = (uint64_t)(uintptr_t)page >> 12; /* the stub gets the page number */
 			memset(&out, 0xee, sizeof out);
 			regfn[reg](&in, &out);
 			rec(7, page);
