@@ -68,18 +68,15 @@ func dump(w io.Writer, o *ibr.Object, glob string) {
 			fmt.Fprintf(w, " NOT REWRITABLE: %s", s.Problem)
 		}
 		fmt.Fprintln(w)
-		cur := int32(-2)
 		for i := range s.Insts {
 			in := &s.Insts[i]
-			if in.Func != cur {
-				cur = in.Func
-				if fn := s.FuncAt(i); fn != nil && fn.Start == i {
-					fmt.Fprintf(w, "\n%016x <%s>:\n", in.Off, fn.Name)
-				}
-			}
-			if fn := s.FuncAt(i); fn != nil {
+			fn := s.FuncAt(i)
+			if fn != nil {
 				if ok, _ := path.Match(glob, fn.Name); !ok {
 					continue
+				}
+				if fn.Start == i {
+					fmt.Fprintf(w, "\n%016x <%s>:\n", in.Off, fn.Name)
 				}
 			} else if glob != "*" {
 				continue
