@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+)
+
+// TestAnalyzeJSON checks the --json contract: per function name, blocks
+// (start, end, loop_depth, cycles, score, mem_ops, insns, succs) and calls.
+func TestAnalyzeJSON(t *testing.T) {
+	obj := testutil.Compile(t, t.TempDir(), "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline")
+	var out, errb bytes.Buffer
+	if st := run([]string{"analyze", "--json", obj}, &out, &errb); st != 0 {
+		t.Fatalf("status %d: %s", st, errb.String())
+	}
+	var fns []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &fns); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, f := range fns {
+		for _, k := range []string{"name", "blocks", "calls"} {
+			if _, ok := f[k]; !ok {
+				t.Fatalf("function without %q: %v", k, f)
+			}
+		}
+		byName[f["name"].(string)] = f
+		for _, b := range f["blocks"].([]any) {
+			blk := b.(map[string]any)
+			for _, k := range []string{"start", "end", "loop_depth", "cycles", "score", "mem_ops", "insns", "succs"} {
+				if _, ok := blk[k]; !ok {
+					t.Fatalf("%s: block without %q", f["name"], k)
+				}
+			}
+			if s := blk["score"].(float64); s < 0 || s > 1 {
+				t.Fatalf("score %v", s)
+			}
+		}
+	}
+	maxDepth := func(name string) float64 {
+		d := 0.0
+		for _, b := range byName[name]["blocks"].([]any) {
+			d = max(d, b.(map[string]any)["loop_depth"].(float64))
+		}
+		return d
+	}
+	if maxDepth("nested3") != 3 || maxDepth("straight") != 0 {
+		t.Errorf("loop depths: nested3 %v straight %v", maxDepth("nested3"), maxDepth("straight"))
+	}
+	calls := byName["caller_depth2"]["calls"].([]any)
+	if len(calls) == 0 || calls[0] != "deep_callee" {
+		t.Errorf("caller_depth2 calls %v", calls)
+	}
+	// The callee of a depth-2 loop inherits 2 cycles.
+	for _, b := range byName["deep_callee"]["blocks"].([]any) {
+		if c := b.(map[string]any)["cycles"].(float64); c != 2 {
+			t.Errorf("deep_callee block cycles %v, want 2", c)
+		}
+	}
+
+	out.Reset()
+	if st := run([]string{"analyze", "--dot", "nested2", obj}, &out, &errb); st != 0 || !strings.HasPrefix(out.String(), "digraph") {
+		t.Fatalf("--dot: status %d: %s", st, out.String())
+	}
+	out.Reset()
+	if st := run([]string{"dump", "--func", "single", obj}, &out, &errb); st != 0 || !strings.Contains(out.String(), "<single>:") || strings.Contains(out.String(), "<nested2>") {
+		t.Fatalf("dump --func: status %d\n%s", st, out.String())
+	}
+}
