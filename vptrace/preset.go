@@ -230,7 +230,11 @@ func (st *objState) finish() error {
 		}
 		r[16] = kind
 		r[17] = s.seg
-		le.PutUint16(r[18:], uint16(s.size))
+		size := int64(s.size)
+		if s.kind&kindRange != 0 {
+			size = s.hi - s.lo // a sweep's range covers its merged accesses too
+		}
+		le.PutUint16(r[18:], uint16(size))
 		le.PutUint32(r[20:], s.covers)
 		le.PutUint32(r[24:], uint32(s.block))
 		le.PutUint32(r[28:], uint32(s.score*1e6))

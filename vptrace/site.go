@@ -47,7 +47,15 @@ type site struct {
 	rel     *relocRef // relocation of the address, if any
 	link    *ibr.Link // same-section RIP-relative reference, if any
 	rep     bool
-	straddl bool // the access may cross a page boundary: check its last byte too
+	// lo and hi delimit, relative to the site's address, the bytes the
+	// site stands for: its own access and those of later accesses of its
+	// block that the page-size estimate merged into it ([lo, hi)).
+	lo, hi int64
+	// twoPages: the bytes may cross a page boundary, so the page of the
+	// last byte is checked too.
+	twoPages bool
+	// aligned: the access itself cannot cross a page boundary.
+	aligned bool
 }
 
 // relocRef is a relocation patching the displacement of the instrumented
@@ -122,13 +130,21 @@ func (sel *selector) run() {
 				if !sel.exact && !st.rep {
 					key, disp, ok := sel.key(st)
 					if ok {
-						if h := heads[key]; h != nil && abs(disp-h.disp) < sel.pagesize {
-							// Same estimated page: the earlier site
-							// stands for this access too (a write
-							// after a read makes it read-write).
-							h.site.covers++
-							h.site.kind |= st.kind
-							continue
+						if h := heads[key]; h != nil {
+							lo := min(h.site.lo, disp-h.disp)
+							hi := max(h.site.hi, disp-h.disp+int64(st.size))
+							if hi-lo <= sel.pagesize {
+								// Within the estimated page: the
+								// earlier site stands for this
+								// access too, and checks the pages
+								// of both ends of the bytes it now
+								// covers (a write after a read makes
+								// it read-write).
+								h.site.covers++
+								h.site.kind |= st.kind
+								h.site.lo, h.site.hi = lo, hi
+								continue
+							}
 						}
 						heads[key] = &groupHead{st, disp}
 					}
@@ -150,13 +166,18 @@ func (sel *selector) run() {
 			}
 		}
 	}
+	sel.finish()
 }
 
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
+// finish decides, once grouping is done, which sites check two pages.
+func (sel *selector) finish() {
+	for _, st := range sel.sites {
+		if st.rep {
+			continue
+		}
+		single := st.lo == 0 && st.hi == int64(st.size) && st.aligned
+		st.twoPages = st.hi-st.lo > 1 && !single
 	}
-	return x
 }
 
 // regIn reports whether x86asm register r (of any width) is in set.
@@ -290,7 +311,8 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 	if acc.Rep {
 		st.size = acc.Elem
 	}
-	st.straddl = !acc.Rep && st.size > maxScalar && !alignedByInstruction(sel.g.Sec, i, in) && !sel.aligned(st)
+	st.lo, st.hi = 0, int64(st.size)
+	st.aligned = alignedByInstruction(sel.g.Sec, i, in) || sel.aligned(st)
 	return st
 }
 
@@ -312,19 +334,24 @@ func alignedByInstruction(s *ibr.Section, i int, in *ibr.Inst) bool {
 	return in.Layout.Escape == x86len.NoEscape && a.MemBytes == 16
 }
 
-// maxScalar is the largest access assumed naturally aligned. C requires
-// scalar objects to be aligned to their size (packed structures and
-// unaligned memcpy loads aside, which straddle a page only within a few
-// bytes of its end), so only wider (vector) accesses are checked for
-// crossing into the next page.
-const maxScalar = 8
-
 // aligned reports whether the access provably stays within one page: its
 // address is a multiple of its size (sizes are powers of two up to 64),
-// as for a vector access to a global whose section alignment, offset and
-// index scale are all multiples of the size.
+// as for an access to a global whose section alignment, offset and index
+// scale are all multiples of the size, or a stack slot (frames are
+// 16-byte aligned and compilers align their slots). A pointer's
+// alignment is not known: memcpy-style and packed loads through it can
+// straddle pages, so those accesses are checked.
 func (sel *selector) aligned(st *site) bool {
-	if st.size&(st.size-1) != 0 || st.size > 64 || st.rel == nil || st.acc.Mem.Base != 0 && st.acc.Mem.Base != x86asm.RIP {
+	if st.size <= 1 {
+		return true
+	}
+	if st.size&(st.size-1) != 0 || st.size > 64 {
+		return false
+	}
+	if st.seg == segStack && st.acc.Mem.Index == 0 {
+		return st.size <= 16 && st.acc.Mem.Disp%int64(st.size) == 0
+	}
+	if st.rel == nil || st.acc.Mem.Base != 0 && st.acc.Mem.Base != x86asm.RIP {
 		return false
 	}
 	if st.acc.Mem.Index != 0 && int(st.acc.Mem.Scale)%st.size != 0 {

@@ -153,7 +153,9 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		b.PushQ(snippetRegs[r])
 		shift += 8
 	}
-	ea, err := st.address(s, shift, delta)
+	// The range starts at the first byte the site stands for (lo); the
+	// site record's size is the extent hi-lo, which the runtime adds.
+	ea, err := st.address(s, shift, delta+s.lo)
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +201,16 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 	return sn, nil
 }
 
-// code builds the snippet for site k.
+// code builds the snippet for site k: compute the address (and, for a
+// site that may touch two pages, the address of its last byte) without
+// touching the flags, then save the flags if they are live, compare with
+// the site's TLS slot and call the runtime on a change.
 func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool) (*ibr.Snippet, error) {
 	b := st.b
 	// Registers: S holds the page, T the last byte's page or the segment
 	// base, U the TLS slot base (initial-exec); rax holds the saved flags.
 	need := 1
-	if s.straddl || s.acc.Mem.Segment != 0 {
+	if s.twoPages || s.acc.Mem.Segment != 0 {
 		need++
 	}
 	if st.ie && !exact {
@@ -235,10 +240,6 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		}
 		shift = redZone + 8*int32(len(spill))
 	}
-	if flagsLive {
-		b.Seto(snippet.AL)
-		b.Lahf()
-	}
 	slot := func(u effect.Reg) snippet.Operand {
 		if st.ie {
 			return snippet.Mem(snippetRegs[u], int32(8*k)).Seg(snippet.FS)
@@ -261,12 +262,20 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 		}
 	}
+	saveFlags := func() {
+		if flagsLive {
+			b.Seto(snippet.AL)
+			b.Lahf()
+		}
+	}
 	if s.rep {
+		saveFlags()
 		call("vpt_rep")
 	} else {
-		S := free[0]
-		rs := snippetRegs[S]
-		ea, err := st.address(s, shift, 0)
+		// The addresses, with lea and mov only: the registers they use
+		// (rax among them) still hold the program's values.
+		rs := snippetRegs[free[0]]
+		ea, err := st.address(s, shift, s.lo)
 		if err != nil {
 			return nil, err
 		}
@@ -281,30 +290,33 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.MovQ(snippet.Mem(snippet.NoReg, 0).Seg(seg), T)
 			b.LeaQ(snippet.MemIndex(rs, T, 1, 0), rs)
 		}
-		var T snippet.Reg
-		if s.straddl {
-			T = snippetRegs[free[next]]
+		var rt snippet.Reg
+		if s.twoPages {
+			rt = snippetRegs[free[next]]
 			next++
-			b.LeaQ(snippet.Mem(rs, int32(s.size-1)), T)
-			b.ShrQ(snippet.Imm(12), T)
+			b.LeaQ(snippet.Mem(rs, int32(s.hi-s.lo-1)), rt)
 		}
+		var U effect.Reg
+		if st.ie && !exact {
+			U = free[next]
+			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippetRegs[U])
+		}
+		saveFlags()
 		b.ShrQ(snippet.Imm(12), rs)
+		if s.twoPages {
+			b.ShrQ(snippet.Imm(12), rt)
+		}
 		if exact {
-			call("vpt_slow_" + regNames[S])
+			call("vpt_slow_" + regNames[free[0]])
 		} else {
-			var U effect.Reg
-			if st.ie {
-				U = free[next]
-				b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippetRegs[U])
-			}
 			b.CmpQ(rs, slot(U))
 			b.Jcc(snippet.CondE, "same")
-			call("vpt_slow_" + regNames[S])
+			call("vpt_slow_" + regNames[free[0]])
 			b.MovQ(rs, slot(U))
 			b.Label("same")
 		}
-		if s.straddl {
-			b.CmpQ(T, rs)
+		if s.twoPages {
+			b.CmpQ(rt, rs)
 			b.Jcc(snippet.CondE, "one")
 			call("vpt_slow_" + regNames[free[1]])
 			b.Label("one")
@@ -390,11 +402,20 @@ func (st *objState) address(s *site, shift int32, extra int64) (snippet.Operand,
 		if m.Base == x86asm.RIP {
 			return snippet.RIP(name, s.rel.addend+extra), nil
 		}
-		op := snippet.SymAbs(name, s.rel.addend+extra)
 		base, ok1 := snippetReg(m.Base)
 		index, ok2 := snippetReg(m.Index)
 		if !ok1 || !ok2 {
 			return snippet.Operand{}, fmt.Errorf("unsupported address registers %v %v", m.Base, m.Index)
+		}
+		if base == snippet.RSP {
+			extra += int64(shift)
+		}
+		// The displacement keeps its relocation type: a thread-local
+		// variable's offset (lea ignores the %fs the operand carries;
+		// the caller adds the segment base) or an absolute address.
+		op := snippet.SymAbs(name, s.rel.addend+extra)
+		if s.rel.typ == elf.R_X86_64_TPOFF32 {
+			op = snippet.TPOFF(name, s.rel.addend+extra)
 		}
 		if base != snippet.NoReg {
 			op = op.Base(base)

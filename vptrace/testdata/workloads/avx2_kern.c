@@ -6,7 +6,7 @@
 // about: non-temporal stores, broadcasts from memory
 // cpu: avx avx2 fma
 // test-args: 1
-// bench-args: 8 120
+// bench-args: 8 160
 #include <immintrin.h>
 #include "avx2.h"
 

@@ -4,7 +4,7 @@
 // about: 3 KiB nodes read at offsets 0 and 3000 (same base register, two
 // about: pages for most nodes)
 // test-args: 1
-// bench-args: 4 30
+// bench-args: 4 60
 #include "chase.h"
 
 long chase_sum(const struct node *n)

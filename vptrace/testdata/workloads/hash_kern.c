@@ -3,7 +3,7 @@
 // about: probing) of 64-byte slots spread over 4096 pages, about half of
 // about: them touched; keys read from an array, results written to another
 // test-args: 1
-// bench-args: 2 150
+// bench-args: 2 600
 #include "hash.h"
 
 long hash_insert(struct slot *t, uint64_t mask, const uint64_t *keys, long n)

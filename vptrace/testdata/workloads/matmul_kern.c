@@ -3,7 +3,7 @@
 // about: C written, A and B read) and float (i-k-j, tiled: C read and written);
 // about: two threads share A and B and split C
 // test-args: 1
-// bench-args: 3 3
+// bench-args: 3 4
 #include "matmul.h"
 
 void matmul_rows(double *c, const double *a, const double *b, long n, long r0, long r1)

@@ -6,7 +6,7 @@
 // about: with zero counts too (which touch nothing)
 // cflags: -minline-all-stringops -mstringop-strategy=rep_8byte
 // test-args: 1
-// bench-args: 8 60
+// bench-args: 8 80
 #include "memops.h"
 
 void mem_copy_loop(unsigned char *restrict d, const unsigned char *restrict s, long n)

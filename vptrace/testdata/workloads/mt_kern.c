@@ -4,7 +4,7 @@
 // about: increments over a private array by a private random sequence and
 // about: keeps a private histogram
 // test-args: 1
-// bench-args: 4 30
+// bench-args: 4 40
 #include "mt.h"
 
 void mt_work(const uint32_t *shared, long lo, long hi, uint32_t *priv, long nprivate, uint64_t *hist, uint64_t *seed)

@@ -5,7 +5,7 @@
 // about: which stack pages they occupy (required with usestack: true)
 // usestack: all
 // test-args: 1
-// bench-args: 1 3000
+// bench-args: 1 4000
 #include "stack.h"
 
 void stack_hist(const unsigned char *data, long n, unsigned *out, uintptr_t *where)

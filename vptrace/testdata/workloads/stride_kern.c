@@ -3,7 +3,7 @@
 // about: 8192, 1000 and 4100 bytes from page-unaligned starts; a backward
 // about: walk; a column walk down a row-major matrix (one page per row)
 // test-args: 1
-// bench-args: 1 4000
+// bench-args: 1 5000
 #include "stride.h"
 
 long stride_read_int(const char *base, long n, long stride)

@@ -3,7 +3,7 @@
 // about: pure writes, read-modify-write, twelve arrays at once (register
 // about: pressure: gcc -O2 keeps pointers in rbp too), a backward sweep
 // test-args: 1
-// bench-args: 2 20
+// bench-args: 2 40
 #include "sweep.h"
 
 long sweep_sum_int(const int *a, long n)

@@ -4,7 +4,7 @@
 // about: 4095, 4094, 4092, 4090, 4080 of one page of each pair, so that the
 // about: second page of each pair is touched only by the straddling part
 // test-args: 1
-// bench-args: 4 400
+// bench-args: 4 1000
 #include "unaligned.h"
 
 #define PAIR 8192

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# bench-vptrace.sh: run-time overhead of vptrace instrumentation on the
+# workloads of vptrace/testdata/workloads (and the PCS simulation of the
+# vptracer thesis, `pcs`).
+#
+#   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-k] [WORKLOAD...]
+#
+# For each workload the kernel object is compiled with CFLAGS (default -O2),
+# linked plain, and rewritten with the vptrace preset at T=0 and T=1
+# (H=4096, usestack false) and linked with the runtime. The builds run
+# alternately RUNS times (default 7) with the workload's `bench-args` (sized
+# to run ~0.5-2 s plain); the script prints the median wall time of each
+# configuration, the ratios instrumented/plain, and the geometric means of
+# the ratios over the workloads. Extra columns:
+#   off    the T=0 build with VPTRACE=off: the inline page checks and the
+#          calls into the runtime, which then discards the events (the cost
+#          of the instrumented code alone, without recording)
+#   events events the T=0 run recorded (from `hijack report`), and per second
+#          of plain run time; pages: (thread, page) pairs
+#
+# Environment: HIJACK (default bin/hijack), VPTRACE_LIB (default: the
+# libvptrace.a next to HIJACK, else bin/libvptrace.a), CC (default gcc),
+# BENCH_DIR (default .cache/bench-vptrace). Needs: gcc, the rewriter and the
+# runtime (make build; vptrace/runtime/build.sh).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+wl="$root/vptrace/testdata/workloads"
+runs=7
+opt="-O2"
+keep=0
+while getopts "n:O:kh" o; do
+	case $o in
+	n) runs=$OPTARG ;;
+	O) opt=$OPTARG ;;
+	k) keep=1 ;;
+	*) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+
+HIJACK=${HIJACK:-$root/bin/hijack}
+if [[ -z ${VPTRACE_LIB:-} ]]; then
+	VPTRACE_LIB=$(dirname "$HIJACK")/libvptrace.a
+	[[ -f $VPTRACE_LIB ]] || VPTRACE_LIB=$root/bin/libvptrace.a
+fi
+CC=${CC:-gcc}
+dir=${BENCH_DIR:-$root/.cache/bench-vptrace}
+for f in "$HIJACK" "$VPTRACE_LIB"; do
+	[[ -f $f ]] || { echo "bench-vptrace: $f not found (make build; vptrace/runtime/build.sh)" >&2; exit 2; }
+done
+command -v "$CC" >/dev/null || { echo "bench-vptrace: $CC not found" >&2; exit 2; }
+
+# the workloads and their metadata (// key: value lines at the top of the kernel)
+meta() { sed -n "1,/^[^/]/s|^// $2: *||p" "$1"; }
+if [[ $# -gt 0 ]]; then
+	names=("$@")
+else
+	names=()
+	for k in "$wl"/*_kern.c; do names+=("$(basename "$k" _kern.c)"); done
+fi
+
+cpuflags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has_cpu() { local f; for f in "$@"; do [[ " $cpuflags " == *" $f "* ]] || return 1; done; }
+if [[ $opt == *x86-64-v3* || $opt == *avx2* || $opt == *native* ]] && ! has_cpu avx2 fma bmi2; then
+	echo "bench-vptrace: this CPU cannot run $opt code" >&2
+	exit 2
+fi
+
+mkdir -p "$dir"
+rules() { # threshold
+	printf 'version: 1\nrules:\n  - preset: vptrace\n    params:\n      threshold: %s\n      pagesize: 4096\n      usestack: false\n' "$1"
+}
+rules 0.0 >"$dir/T0.yaml"
+rules 1.0 >"$dir/T1.yaml"
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# build NAME KERN DRV DIR: the plain and the T0/T1 builds, one untimed run
+# of each (page cache, and the outputs must agree)
+build() {
+	local name=$1 kern=$2 drv=$3 w=$4 t
+	mkdir -p "$w"
+	# shellcheck disable=SC2086
+	$CC $opt -fno-tree-loop-distribute-patterns "${kflags[@]}" -c "$kern" -o "$w/kern.o" || return 1
+	$CC -O2 -c "$drv" -o "$w/drv.o" || return 1
+	$CC "$w/drv.o" "$w/kern.o" -lpthread -o "$w/plain" || return 1
+	for t in T0 T1; do
+		"$HIJACK" -q -rules "$dir/$t.yaml" "$w/kern.o" "$w/kern.$t.o" || return 1
+		$CC "$w/drv.o" "$w/kern.$t.o" "$VPTRACE_LIB" -lpthread -o "$w/$t" || return 1
+	done
+	"$w/plain" "${args[@]}" >"$w/plain.out" || { echo "the plain build fails"; return 1; }
+	for t in T0 T1; do
+		VPTRACE_OUT=$w/$t.vpt "$w/$t" "${args[@]}" >"$w/$t.out" || { echo "the $t build fails"; return 1; }
+		cmp -s "$w/plain.out" "$w/$t.out" || { echo "the $t build's output differs from the plain one's"; return 1; }
+	done
+}
+
+echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs runs each, median wall time"
+echo "rewriter $HIJACK, runtime $VPTRACE_LIB"
+echo
+printf '%-10s %8s %8s %7s %8s %7s %8s %7s %11s %9s %8s\n' \
+	workload plain T0 T0/pl T1 T1/pl off off/pl 'events(T0)' ev/s pages
+declare -a r0s=() r1s=() rofs=()
+for name in "${names[@]}"; do
+	kern=$wl/${name}_kern.c drv=$wl/${name}_drv.c
+	[[ -f $kern && -f $drv ]] || { echo "bench-vptrace: no workload $name" >&2; exit 2; }
+	read -r -a need <<<"$(meta "$kern" cpu)"
+	if [[ ${#need[@]} -gt 0 ]] && ! has_cpu "${need[@]}"; then
+		printf '%-10s skipped: the CPU lacks %s\n' "$name" "${need[*]}"
+		continue
+	fi
+	read -r -a args <<<"$(meta "$kern" bench-args)"
+	read -r -a kflags <<<"$(meta "$kern" cflags)"
+	w=$dir/$name
+	if ! err=$(build "$name" "$kern" "$drv" "$w" 2>&1); then
+		printf '%-10s FAILED: %s\n' "$name" "$(grep -m1 . <<<"$err" | cut -c1-160)"
+		echo "$err" >"$w/error.txt"
+		continue
+	fi
+	: >"$w/times"
+	for ((i = 0; i < runs; i++)); do
+		for c in plain T0 T1 off; do
+			case $c in
+			plain) cmd=("$w/plain") env=() ;;
+			off) cmd=("$w/T0") env=(VPTRACE=off) ;;
+			*) cmd=("$w/$c") env=(VPTRACE_OUT="$w/$c.vpt") ;;
+			esac
+			s=$(now)
+			env "${env[@]}" "${cmd[@]}" "${args[@]}" >/dev/null
+			e=$(now)
+			echo "$c $(((e - s) / 1000))" >>"$w/times"
+		done
+	done
+	med() { awk -v c="$1" '$1==c{print $2/1e6}' "$w/times" | median; }
+	p=$(med plain) t0=$(med T0) t1=$(med T1) off=$(med off)
+	# events and (thread, page) pairs of the last T0 run, from the report's summary line
+	sum=$("$HIJACK" report "$w/T0.vpt" 2>/dev/null | grep -m1 ' events' || true)
+	ev=$(sed -n 's/.* \([0-9][0-9]*\) events.*/\1/p' <<<"$sum")
+	pg=$(sed -n 's/.* \([0-9][0-9]*\) (thread, page) pairs.*/\1/p' <<<"$sum")
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+	r0=$(ratio "$t0" "$p") r1=$(ratio "$t1" "$p") roff=$(ratio "$off" "$p")
+	r0s+=("$r0") r1s+=("$r1") rofs+=("$roff")
+	evs=$(awk -v e="${ev:-0}" -v p="$p" 'BEGIN{printf "%.3g", e/p}')
+	printf '%-10s %8.3f %8.3f %7s %8.3f %7s %8.3f %7s %11s %9s %8s\n' \
+		"$name" "$p" "$t0" "$r0" "$t1" "$r1" "$off" "$roff" "${ev:-?}" "$evs" "${pg:-?}"
+	[[ $keep == 1 ]] || rm -f "$w"/*.vpt
+done
+geo() { printf '%s\n' "$@" | awk '{s+=log($1); n++} END{if(n) printf "%.3f", exp(s/n); else print "-"}'; }
+if [[ ${#r0s[@]} -gt 0 ]]; then
+	printf '%-10s %8s %8s %7s %8s %7s %8s %7s\n' geomean "" "" "$(geo "${r0s[@]}")" "" "$(geo "${r1s[@]}")" "" "$(geo "${rofs[@]}")"
+fi

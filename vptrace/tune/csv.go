@@ -1,0 +1,164 @@
+package tune
+
+import (
+	"encoding/csv"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Columns of results.csv, one row per configuration (the reference, mode
+// "exact", first):
+//
+//	threshold, pagesize  T and H (pagesize in bytes)
+//	slowdown             median instrumented / median uninstrumented wall time
+//	recall, precision    medians over the repetitions, of (thread, page) pairs
+//	                     against the reference run (for the reference itself:
+//	                     its further runs against its first: the noise floor)
+//	count_error          median of sum |accesses - reference accesses| / sum
+//	                     reference accesses over (thread, page) pairs
+//	blocks, sites        instrumented blocks and sites (all objects)
+//	plain_median_s, inst_median_s   median wall-clock seconds
+//	reps                 repetitions
+//	mode                 exact (the reference) or approx
+//	slowdown_q1, slowdown_q3        quartiles of per-repetition ratios
+//	recall_min, precision_min       worst repetition
+//	page_recall          recall of pages regardless of thread
+//	plain_cpu_s, inst_cpu_s         median CPU seconds (user + system)
+//	pairs, ref_pairs     (thread, page) pairs in the run and the reference (medians)
+//	events, drops        events recorded, events dropped (medians)
+//	trace_mb             trace size, MB (median)
+//	shifted              fraction of heap/mmap pages Align had to move (median)
+//	output_differs       runs whose output differed from the uninstrumented build's
+var Columns = []string{"threshold", "pagesize", "slowdown", "recall", "precision", "count_error", "blocks", "sites",
+	"plain_median_s", "inst_median_s", "reps", "mode", "slowdown_q1", "slowdown_q3", "recall_min", "precision_min",
+	"page_recall", "plain_cpu_s", "inst_cpu_s", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs"}
+
+// RunColumns are the columns of runs.csv, one row per repetition.
+var RunColumns = []string{"threshold", "pagesize", "mode", "rep", "plain_s", "inst_s", "plain_cpu_s", "inst_cpu_s",
+	"recall", "precision", "count_error", "page_recall", "pairs", "ref_pairs", "events", "drops", "trace_bytes", "shifted"}
+
+// Write writes results.csv, runs.csv and the plots into dir and returns
+// the files' paths.
+func Write(dir string, rep *Report, title string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, []*Result) error
+	}{{"results.csv", WriteCSV}, {"runs.csv", WriteRunsCSV}} {
+		p := filepath.Join(dir, f.name)
+		if err := writeFile(p, func(w io.Writer) error { return f.write(w, rep.Results) }); err != nil {
+			return files, err
+		}
+		files = append(files, p)
+	}
+	plots, err := Plots(dir, rep.Results, title)
+	files = append(files, plots...)
+	return files, err
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	werr := write(f)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+func ff(x float64, prec int) string {
+	if math.IsNaN(x) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
+func medianInts[T int | uint64 | int64](xs []T) float64 {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return Median(f)
+}
+
+func mode(c Config) string {
+	if c.Exact {
+		return "exact"
+	}
+	return "approx"
+}
+
+// WriteCSV writes results.csv.
+func WriteCSV(w io.Writer, rs []*Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write(Columns)
+	for _, r := range rs {
+		q1, q3 := r.SlowdownQuartiles()
+		c := r.Config
+		t, h := ff(c.Threshold, 4), strconv.FormatInt(c.PageSize, 10)
+		if c.Exact {
+			t, h = "0", "0"
+		}
+		cw.Write([]string{t, h, ff(r.Slowdown(), 4), ff(Median(r.Recall), 5), ff(Median(r.Precision), 5),
+			ff(Median(r.CountError), 5), strconv.Itoa(r.Blocks), strconv.Itoa(r.Sites),
+			ff(Median(r.Plain), 6), ff(Median(r.Inst), 6), strconv.Itoa(len(r.Inst)), mode(c),
+			ff(q1, 4), ff(q3, 4), ff(Min(r.Recall), 5), ff(Min(r.Precision), 5), ff(Median(r.PageRecall), 5),
+			ff(Median(r.PlainCPU), 6), ff(Median(r.InstCPU), 6), ff(medianInts(r.Pairs), 0), ff(medianInts(r.RefPairs), 0),
+			ff(medianInts(r.Events), 0), ff(medianInts(r.Drops), 0), ff(medianInts(r.TraceBytes)/1e6, 3),
+			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteRunsCSV writes runs.csv.
+func WriteRunsCSV(w io.Writer, rs []*Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write(RunColumns)
+	at := func(xs []float64, i int) float64 {
+		if i < len(xs) {
+			return xs[i]
+		}
+		return math.NaN()
+	}
+	for _, r := range rs {
+		c := r.Config
+		t, h := ff(c.Threshold, 4), strconv.FormatInt(c.PageSize, 10)
+		if c.Exact {
+			t, h = "0", "0"
+		}
+		for i := range r.Inst {
+			geti := func(xs []int) string {
+				if i < len(xs) {
+					return strconv.Itoa(xs[i])
+				}
+				return ""
+			}
+			getu := func(xs []uint64) string {
+				if i < len(xs) {
+					return strconv.FormatUint(xs[i], 10)
+				}
+				return ""
+			}
+			tb := ""
+			if i < len(r.TraceBytes) {
+				tb = strconv.FormatInt(r.TraceBytes[i], 10)
+			}
+			cw.Write([]string{t, h, mode(c), strconv.Itoa(i + 1), ff(at(r.Plain, i), 6), ff(at(r.Inst, i), 6),
+				ff(at(r.PlainCPU, i), 6), ff(at(r.InstCPU, i), 6), ff(at(r.Recall, i), 5), ff(at(r.Precision, i), 5),
+				ff(at(r.CountError, i), 5), ff(at(r.PageRecall, i), 5), geti(r.Pairs), geti(r.RefPairs),
+				getu(r.Events), getu(r.Drops), tb, ff(at(r.Shifted, i), 4)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,629 @@
+// Package tune runs tuning experiments of the vptrace preset: it
+// instruments the same objects with a grid of thresholds T and page-size
+// estimates H, links and runs every build several times, alternating with
+// the uninstrumented build, and measures per configuration the slowdown,
+// the instrumented sites and blocks, and the accuracy of the trace against
+// a reference trace from the exact mode (T=0, every access). It writes the
+// results as CSV and draws the plots of the vptracer thesis's chapter 5
+// (overhead against T per H, accuracy against T per H). docs/tuning.md
+// describes the experiment; `hijack tune` is the command line.
+package tune
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"hijack/rewrite"
+	"hijack/vptrace"
+)
+
+// Options describe an experiment.
+type Options struct {
+	Objects []string // the objects to instrument
+	// Link is the link command, run by sh in Dir: {objs} becomes the
+	// objects (instrumented or not), {rt} the vptrace runtime (nothing for
+	// the uninstrumented build), {out} the executable to write.
+	Link string
+	// Run is the command that runs the program, by sh in Dir: {out} is
+	// the executable.
+	Run        string
+	Thresholds []float64
+	PageSizes  []int64
+	Reps       int    // runs per configuration (and as many of the uninstrumented build)
+	Out        string // output directory: results.csv, runs.csv, plots, work/
+	Runtime    string // libvptrace.a
+	Rules      string // optional rules file: its vptrace rules get each configuration's T and H
+	Params     []string
+	// ASLR keeps address-space randomisation on (default: runs go through
+	// setarch -R, so that pages compare between runs).
+	ASLR    bool
+	Timeout time.Duration // per run (0: none)
+	Keep    bool          // keep the work directory (builds, the reference trace)
+	Dir     string        // where link and run commands run (default: the current directory)
+	// Presets returns the preset implementations (default: vptrace).
+	Presets func() rewrite.Presets
+	// Progress gets one line per run, and a few more.
+	Progress io.Writer
+	// Title names the workload in plots (default: the run command).
+	Title string
+}
+
+// Result is what one configuration measured.
+type Result struct {
+	Config        Config
+	Sites, Blocks int
+	// Per repetition: wall-clock and CPU seconds of the uninstrumented run
+	// and of the instrumented run that followed it.
+	Plain, Inst, PlainCPU, InstCPU []float64
+	// Per repetition, against the reference (NaN when undefined; for the
+	// reference itself, each further run against the first).
+	Recall, Precision, CountError, PageRecall []float64
+	Pairs, RefPairs                           []int
+	Events, Drops                             []uint64
+	TraceBytes                                []int64
+	Shifted                                   []float64 // fraction of pages Align moved
+	OutputDiffers                             int       // runs whose output differed from the uninstrumented build's
+}
+
+// Slowdown is median(instrumented) / median(uninstrumented) wall time.
+func (r *Result) Slowdown() float64 { return Median(r.Inst) / Median(r.Plain) }
+
+// SlowdownQuartiles are the quartiles of the per-repetition ratios
+// (instrumented run / the uninstrumented run just before it).
+func (r *Result) SlowdownQuartiles() (q1, q3 float64) {
+	var rs []float64
+	for i := range r.Inst {
+		if i < len(r.Plain) && r.Plain[i] > 0 {
+			rs = append(rs, r.Inst[i]/r.Plain[i])
+		}
+	}
+	return Quantile(rs, 0.25), Quantile(rs, 0.75)
+}
+
+// Report is the outcome of an experiment.
+type Report struct {
+	Results  []*Result // the reference first, then by H, then by T
+	Warnings []string
+	Files    []string // what was written to Out
+	ASLR     string   // how runs were made comparable
+	Elapsed  time.Duration
+}
+
+// Run runs an experiment.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	e, err := newExperiment(o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.cleanup()
+	return e.run(ctx)
+}
+
+type experiment struct {
+	o         Options
+	dir       string // Dir, absolute
+	work      string // Out/work
+	rulesData []byte
+	setarch   []string
+	progress  io.Writer
+	rep       *Report
+	warned    map[string]bool
+
+	plain  *build
+	builds []*build // the reference first
+
+	total, done int
+	start       time.Time
+	plainOut    [32]byte
+	plainOutSet bool
+}
+
+type build struct {
+	cfg    Config
+	dir    string
+	exe    string
+	layout *Layout
+	res    *Result
+}
+
+func newExperiment(o Options) (*experiment, error) {
+	if len(o.Objects) == 0 {
+		return nil, errors.New("no objects to instrument")
+	}
+	if o.Link == "" || o.Run == "" {
+		return nil, errors.New("need a link command (--link) and a run command (--run)")
+	}
+	if !strings.Contains(o.Link, "{objs}") || !strings.Contains(o.Link, "{out}") {
+		return nil, fmt.Errorf("link command %q: want {objs} and {out} in it (and {rt} for the runtime)", o.Link)
+	}
+	if !strings.Contains(o.Link, "{rt}") {
+		return nil, fmt.Errorf("link command %q: want {rt} where the vptrace runtime goes", o.Link)
+	}
+	if !strings.Contains(o.Run, "{out}") {
+		return nil, fmt.Errorf("run command %q: want {out} (the program) in it", o.Run)
+	}
+	if o.Reps < 1 {
+		return nil, errors.New("--reps must be at least 1")
+	}
+	if len(o.Thresholds) == 0 || len(o.PageSizes) == 0 {
+		return nil, errors.New("no thresholds or no page sizes")
+	}
+	for _, t := range o.Thresholds {
+		if t < 0 || t > 1 {
+			return nil, fmt.Errorf("threshold %g out of [0,1]", t)
+		}
+	}
+	for _, h := range o.PageSizes {
+		if h < 16 || h > 1<<30 || h&(h-1) != 0 {
+			return nil, fmt.Errorf("page size %d: want a power of two from 16 to 1G", h)
+		}
+	}
+	if o.Out == "" {
+		return nil, errors.New("no output directory (--out)")
+	}
+	if o.Presets == nil {
+		o.Presets = func() rewrite.Presets { return rewrite.Presets{"vptrace": vptrace.New()} }
+	}
+	e := &experiment{o: o, rep: &Report{}, warned: map[string]bool{}, progress: o.Progress}
+	if e.progress == nil {
+		e.progress = io.Discard
+	}
+	var err error
+	if e.dir, err = filepath.Abs(orDot(o.Dir)); err != nil {
+		return nil, err
+	}
+	for _, obj := range o.Objects {
+		if _, err := os.Stat(e.abs(obj)); err != nil {
+			return nil, fmt.Errorf("%s: %v", obj, errors.Unwrap(err))
+		}
+	}
+	if _, err := os.Stat(e.abs(o.Runtime)); o.Runtime == "" || err != nil {
+		return nil, fmt.Errorf("vptrace runtime %q not found (make build writes bin/libvptrace.a; or give --runtime)", o.Runtime)
+	}
+	if o.Rules != "" {
+		if e.rulesData, err = readFile(e.abs(o.Rules)); err != nil {
+			return nil, err
+		}
+	}
+	// Check every configuration's rules before building anything.
+	for _, c := range e.configs() {
+		if _, err := rulesFor(c, o.Rules, e.rulesData, o.Params); err != nil {
+			return nil, fmt.Errorf("%s: %v", c, err)
+		}
+	}
+	if o.ASLR {
+		e.rep.ASLR = "on: heap and mmap pages are aligned between runs from the data (Align)"
+	} else {
+		e.setarch = []string{"setarch", "x86_64", "-R"}
+		if out, err := exec.Command(e.setarch[0], append(e.setarch[1:], "true")...).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("cannot disable address-space randomisation with setarch -R (%v: %s); install util-linux, or give --aslr",
+				err, strings.TrimSpace(string(out)))
+		}
+		e.rep.ASLR = "off (setarch -R); image and brk heap translated by the executables' layouts, other pages aligned between runs (Align)"
+	}
+	out := e.abs(o.Out)
+	e.work = filepath.Join(out, "work")
+	if err := os.RemoveAll(e.work); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(e.work, 0o755); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+func (e *experiment) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(e.dir, p)
+}
+
+// rel is how commands (run in Dir) name a path.
+func (e *experiment) rel(p string) string {
+	r, err := filepath.Rel(e.dir, p)
+	if err != nil {
+		return p
+	}
+	if !strings.Contains(r, "/") {
+		r = "./" + r
+	}
+	return r
+}
+
+func (e *experiment) cleanup() {
+	if !e.o.Keep && e.work != "" {
+		os.RemoveAll(e.work)
+	}
+}
+
+// configs: the reference, then every (H, T).
+func (e *experiment) configs() []Config {
+	cs := []Config{{Exact: true}}
+	for _, h := range e.o.PageSizes {
+		for _, t := range e.o.Thresholds {
+			cs = append(cs, Config{Threshold: t, PageSize: h})
+		}
+	}
+	return cs
+}
+
+func (e *experiment) logf(format string, args ...any) {
+	fmt.Fprintf(e.progress, "hijack tune: "+format+"\n", args...)
+}
+
+func (e *experiment) warn(msg string) {
+	if e.warned[msg] {
+		return
+	}
+	e.warned[msg] = true
+	e.rep.Warnings = append(e.rep.Warnings, msg)
+	e.logf("warning: %s", msg)
+}
+
+func (e *experiment) run(ctx context.Context) (*Report, error) {
+	e.start = time.Now()
+	cs := e.configs()
+	e.logf("%d object(s), %d configurations + the reference (exact mode), %d repetitions; address-space randomisation %s",
+		len(e.o.Objects), len(cs)-1, e.o.Reps, strings.SplitN(e.rep.ASLR, ";", 2)[0])
+	var err error
+	if e.plain, err = e.link(Config{}, "plain", nil, ""); err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := e.instrument(c)
+		if err != nil {
+			return nil, err
+		}
+		e.builds = append(e.builds, b)
+		e.rep.Results = append(e.rep.Results, b.res)
+	}
+	e.total = 1 + 2*len(e.builds)*e.o.Reps
+	// a warm-up run of the uninstrumented build (caches, page cache)
+	if _, err := e.exec(ctx, e.plain, "warm-up", 0); err != nil {
+		return nil, err
+	}
+	var ref *RunTrace
+	for _, b := range e.builds {
+		for rep := 1; rep <= e.o.Reps; rep++ {
+			pr, err := e.exec(ctx, e.plain, fmt.Sprintf("plain (for %s)", b.cfg), rep)
+			if err != nil {
+				return nil, err
+			}
+			b.res.Plain = append(b.res.Plain, pr.wall)
+			b.res.PlainCPU = append(b.res.PlainCPU, pr.cpu)
+			ir, err := e.execTraced(ctx, b, rep, ref)
+			if err != nil {
+				return nil, err
+			}
+			if b.cfg.Exact && rep == 1 {
+				ref = ir.trace
+			}
+		}
+	}
+	e.rep.Elapsed = time.Since(e.start)
+	files, err := Write(e.abs(e.o.Out), e.rep, e.title())
+	e.rep.Files = files
+	if err != nil {
+		return e.rep, err
+	}
+	return e.rep, nil
+}
+
+func (e *experiment) title() string {
+	if e.o.Title != "" {
+		return e.o.Title
+	}
+	return strings.ReplaceAll(e.o.Run, "{out}", "prog")
+}
+
+// instrument rewrites the objects for a configuration and links them.
+func (e *experiment) instrument(c Config) (*build, error) {
+	rf, err := rulesFor(c, e.o.Rules, e.rulesData, e.o.Params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", c, err)
+	}
+	dir := filepath.Join(e.work, c.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &Result{Config: c}
+	var objs []string
+	seen := map[string]int{}
+	ps := e.o.Presets()
+	for _, in := range e.o.Objects {
+		data, err := readFile(e.abs(in))
+		if err != nil {
+			return nil, err
+		}
+		name := filepath.Base(in)
+		outName := strings.TrimSuffix(name, ".o") + ".inst.o"
+		if k := seen[name]; k > 0 {
+			outName = fmt.Sprintf("%d-%s", k, outName)
+		}
+		seen[name]++
+		out, _, err := rewrite.Rewrite(name, data, rf, ps, func(msg string) {
+			e.warn(fmt.Sprintf("%s: %s", in, oneLine(msg)))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", c, in, oneLine(err.Error()))
+		}
+		path := filepath.Join(dir, outName)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			return nil, err
+		}
+		s, bl, err := objectSites(path)
+		if err != nil {
+			return nil, err
+		}
+		res.Sites += s
+		res.Blocks += bl
+		objs = append(objs, path)
+	}
+	b, err := e.link(c, c.Name(), objs, e.abs(e.o.Runtime))
+	if err != nil {
+		return nil, err
+	}
+	b.res = res
+	if b.layout, err = ReadLayout(b.exe); err != nil {
+		return nil, fmt.Errorf("%s: %v", c, err)
+	}
+	e.logf("built %-14s %6d sites in %5d blocks", c.String()+":", res.Sites, res.Blocks)
+	return b, nil
+}
+
+// link links objs (the original objects when nil) into Out/work/NAME/prog.
+func (e *experiment) link(c Config, name string, objs []string, rt string) (*build, error) {
+	dir := filepath.Join(e.work, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if objs == nil {
+		for _, o := range e.o.Objects {
+			objs = append(objs, e.abs(o))
+		}
+	}
+	// Every build's executable has the same name: the main thread's name
+	// (which threads inherit) is the executable's.
+	exe := filepath.Join(dir, "prog")
+	var q []string
+	for _, o := range objs {
+		q = append(q, shellQuote(e.rel(o)))
+	}
+	rtArg := ""
+	if rt != "" {
+		rtArg = shellQuote(e.rel(rt))
+	}
+	cmd := strings.NewReplacer("{objs}", strings.Join(q, " "), "{rt}", rtArg, "{out}", shellQuote(e.rel(exe))).Replace(e.o.Link)
+	sh := exec.Command("sh", "-c", cmd)
+	sh.Dir = e.dir
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		what := name
+		if name != "plain" {
+			what = c.String()
+		}
+		return nil, fmt.Errorf("linking %s failed (%s): %s: %s", what, cmd, err, lastLine(string(out)))
+	}
+	return &build{cfg: c, dir: dir, exe: exe}, nil
+}
+
+type runResult struct {
+	wall, cpu float64
+	trace     *RunTrace
+}
+
+// exec runs a build once: wall-clock and CPU time.
+func (e *experiment) exec(ctx context.Context, b *build, what string, rep int) (runResult, error) {
+	r, _, err := e.execEnv(ctx, b, nil)
+	if err != nil {
+		return r, fmt.Errorf("%s, run %d: %v", what, rep, err)
+	}
+	e.done++
+	repStr := "      "
+	if rep > 0 {
+		repStr = fmt.Sprintf("%d/%d", rep, e.o.Reps)
+	}
+	e.logf("[%*d/%d] %-26s %-5s %8.4fs%s", width(e.total), e.done, e.total, what, repStr, r.wall, e.eta())
+	return r, nil
+}
+
+// execTraced runs an instrumented build once, reads its trace and
+// compares it with the reference.
+func (e *experiment) execTraced(ctx context.Context, b *build, rep int, ref *RunTrace) (runResult, error) {
+	tdir := filepath.Join(b.dir, fmt.Sprintf("run%d", rep))
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		return runResult{}, err
+	}
+	r, out, err := e.execEnv(ctx, b, []string{"VPTRACE_OUT=" + filepath.Join(tdir, "trace.%p.vpt")})
+	if err != nil {
+		return r, fmt.Errorf("%s, run %d: %v", b.cfg, rep, err)
+	}
+	res := b.res
+	res.Inst = append(res.Inst, r.wall)
+	res.InstCPU = append(res.InstCPU, r.cpu)
+	if e.plainOutSet && out != e.plainOut {
+		res.OutputDiffers++
+		e.warn(fmt.Sprintf("%s: the program's output differs from the uninstrumented build's", b.cfg))
+	}
+	paths, _ := filepath.Glob(filepath.Join(tdir, "*.vpt*"))
+	if len(paths) == 0 {
+		return r, fmt.Errorf("%s, run %d: no trace file (is the program the one linked from {out}? does it exit normally?)", b.cfg, rep)
+	}
+	rt, err := LoadRun(paths, b.layout, ref)
+	if err != nil {
+		return r, fmt.Errorf("%s, run %d: %v", b.cfg, rep, err)
+	}
+	for _, w := range rt.Warnings {
+		e.warn(w)
+	}
+	if !rt.Complete {
+		e.warn(fmt.Sprintf("%s: a trace has no end record (the program was killed or called _exit): its last events may be missing", b.cfg))
+	}
+	r.trace = rt
+	res.Events = append(res.Events, rt.Events)
+	res.Drops = append(res.Drops, rt.Drops)
+	res.TraceBytes = append(res.TraceBytes, rt.Bytes)
+	acc := Accuracy{Recall: math.NaN(), Precision: math.NaN(), CountError: math.NaN(), PageRecall: math.NaN()}
+	shifted := math.NaN()
+	if ref != nil {
+		acc = Compare(ref, rt)
+		if rt.Unshifted > 0 {
+			shifted = float64(rt.Shifted) / float64(rt.Unshifted)
+		}
+	}
+	res.Recall = append(res.Recall, acc.Recall)
+	res.Precision = append(res.Precision, acc.Precision)
+	res.CountError = append(res.CountError, acc.CountError)
+	res.PageRecall = append(res.PageRecall, acc.PageRecall)
+	res.Pairs = append(res.Pairs, acc.Pairs)
+	res.RefPairs = append(res.RefPairs, acc.RefPairs)
+	res.Shifted = append(res.Shifted, shifted)
+	if !(e.o.Keep && b.cfg.Exact && rep == 1) {
+		os.RemoveAll(tdir)
+	}
+	e.done++
+	accStr := ""
+	switch {
+	case ref == nil:
+		accStr = fmt.Sprintf("  reference: %d (thread, page) pairs", pairs(rt))
+	default:
+		accStr = fmt.Sprintf("  recall %.4f precision %.4f", acc.Recall, acc.Precision)
+	}
+	slow := ""
+	if n := len(res.Plain); n > 0 && res.Plain[n-1] > 0 {
+		slow = fmt.Sprintf(" x%.2f", r.wall/res.Plain[n-1])
+	}
+	e.logf("[%*d/%d] %-26s %d/%d   %8.4fs%s%s%s", width(e.total), e.done, e.total, b.cfg.String(), rep, e.o.Reps, r.wall, slow, accStr, e.eta())
+	return r, nil
+}
+
+func pairs(rt *RunTrace) int {
+	n := 0
+	for _, t := range rt.Threads {
+		n += len(t.Pages)
+	}
+	return n
+}
+
+func width(n int) int { return len(fmt.Sprint(n)) }
+
+func (e *experiment) eta() string {
+	if e.done == 0 || e.done >= e.total {
+		return ""
+	}
+	el := time.Since(e.start)
+	left := time.Duration(float64(el) / float64(e.done) * float64(e.total-e.done))
+	return fmt.Sprintf("  ETA %s", left.Round(time.Second))
+}
+
+// execEnv runs the run command for a build with extra environment;
+// returns the times and a hash of the output.
+func (e *experiment) execEnv(ctx context.Context, b *build, env []string) (runResult, [32]byte, error) {
+	var r runResult
+	cmdline := strings.ReplaceAll(e.o.Run, "{out}", shellQuote(e.rel(b.exe)))
+	args := append(slices.Clone(e.setarch), "sh", "-c", cmdline)
+	if e.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.o.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = e.dir
+	cmd.Env = append(withoutVPTRACE(os.Environ()), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	h := sha256.New()
+	cmd.Stdout = h
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	r.wall = time.Since(t0).Seconds()
+	if cmd.ProcessState != nil {
+		r.cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return r, sum, fmt.Errorf("%s: timed out after %s", cmdline, e.o.Timeout)
+		}
+		if ctx.Err() != nil {
+			return r, sum, ctx.Err()
+		}
+		return r, sum, fmt.Errorf("%s: %v: %s", cmdline, err, lastLine(stderr.String()))
+	}
+	if b == e.plain && !e.plainOutSet {
+		e.plainOut, e.plainOutSet = sum, true
+	}
+	return r, sum, nil
+}
+
+// withoutVPTRACE drops the runtime's settings from the environment, so
+// that every run traces the same way whatever the caller's shell has.
+func withoutVPTRACE(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "VPTRACE") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if l == "" {
+		return "(no output)"
+	}
+	return l
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// shellQuote quotes a word for sh when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./+,=:@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,227 @@
+package tune
+
+import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestQuantile(t *testing.T) {
+	xs := []float64{5, 1, math.NaN(), 3, 2, 4}
+	if m := Median(xs); m != 3 {
+		t.Errorf("median %v, want 3", m)
+	}
+	if q := Quantile(xs, 0.25); q != 2 {
+		t.Errorf("q1 %v, want 2", q)
+	}
+	if q := Quantile([]float64{1, 2}, 0.5); q != 1.5 {
+		t.Errorf("median of 1,2: %v", q)
+	}
+	if !math.IsNaN(Median(nil)) || !math.IsNaN(Min([]float64{math.NaN()})) {
+		t.Error("empty input should give NaN")
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	got, err := ParseSizes("1024, 2K,4KiB,1M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{1024, 2048, 4096, 1 << 20}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	for _, bad := range []string{"", "4X", "K", "1,,2"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if _, err := ParseFloats("0,0.5,x"); err == nil {
+		t.Error("ParseFloats accepted x")
+	}
+	if s := FormatSize(4096); s != "4K" {
+		t.Errorf("FormatSize(4096) = %q", s)
+	}
+}
+
+func TestHungarian(t *testing.T) {
+	// the best assignment is the anti-diagonal
+	cost := [][]float64{{4, 1, 3}, {2, 0, 5}, {3, 2, 2}}
+	got := hungarian(cost)
+	want := []int{1, 0, 2}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	// rectangular: 2 rows, 3 columns
+	got = hungarian([][]float64{{5, 1, 9}, {1, 5, 9}})
+	if got[0] != 1 || got[1] != 0 {
+		t.Fatalf("rectangular: %v", got)
+	}
+}
+
+func pages(ps ...uint64) map[uint64]uint64 {
+	m := map[uint64]uint64{}
+	for _, p := range ps {
+		m[p] = 1
+	}
+	return m
+}
+
+func span(lo, n uint64) []uint64 {
+	var s []uint64
+	for p := lo; p < lo+n; p++ {
+		s = append(s, p)
+	}
+	return s
+}
+
+func TestMatchByPagesNotOrder(t *testing.T) {
+	ref := []*ThreadPages{
+		{Name: "app", TID: 10, Pages: pages(1, 2)},
+		{Name: "worker", TID: 11, Pages: pages(100, 101, 102)},
+		{Name: "worker", TID: 12, Pages: pages(200, 201, 202)},
+	}
+	// the workers came in the other order; the main thread has another name
+	got := []*ThreadPages{
+		{Name: "prog", TID: 20, Pages: pages(1, 2)},
+		{Name: "worker", TID: 21, Pages: pages(200, 201)},
+		{Name: "worker", TID: 22, Pages: pages(100, 102)},
+	}
+	m := Match(ref, got)
+	if m[0] != 0 || m[1] != 2 || m[2] != 1 {
+		t.Fatalf("match %v, want [0 2 1]", m)
+	}
+	// identical threads pair up in creation order
+	same := []*ThreadPages{{Name: "w", Pages: pages(1)}, {Name: "w", Pages: pages(1)}}
+	if m := Match(same, same); m[0] != 0 || m[1] != 1 {
+		t.Fatalf("identical threads: %v", m)
+	}
+}
+
+// run builds a RunTrace from per-thread page lists.
+func run(ths ...[]uint64) *RunTrace {
+	rt := &RunTrace{}
+	for i, ps := range ths {
+		rt.Threads = append(rt.Threads, &ThreadPages{Name: "t", TID: uint32(100 + i), Pages: pages(ps...)})
+	}
+	return rt
+}
+
+func TestCompareAlignsMovedMappings(t *testing.T) {
+	// Reference: thread 0 has mappings A (64 pages) and B (65 pages) far
+	// apart, thread 1 has C (64) and D (65) adjacent; both read a shared
+	// 10-page region S in the image (not moved).
+	img := span(0x555555600, 10)
+	A, B := span(0x7ffff0000, 64), span(0x7ffff4000, 65)
+	C, D := span(0x7fffa0000, 64), span(0x7fffa0040, 65)
+	// Thread 0 also has E, a one-page mapping of its own.
+	ref := run(append(append(cp(img), A...), append(B, 0x7ffff8000)...), append(append(cp(img), C...), D...))
+	ref.ImageLo, ref.ImageHi = 0x555555000, 0x555556000
+	// The run: every mapping elsewhere; thread 0's A and B now adjacent,
+	// thread 1's C and D apart, and C where A was.
+	A2, B2 := span(0x7fffb0000, 64), span(0x7fffb0040, 65)
+	C2, D2 := span(0x7ffff0000, 64), span(0x7ffe80000, 65)
+	got := run(append(append(cp(img), A2...), append(B2, 0x7fffc1234)...), append(append(cp(img), C2...), D2...))
+	got.ImageLo, got.ImageHi = ref.ImageLo, ref.ImageHi
+	a := Compare(ref, got)
+	if a.Recall != 1 || a.Precision != 1 {
+		t.Fatalf("recall %v precision %v, want 1 1 (%+v)", a.Recall, a.Precision, a)
+	}
+	// A run that misses mapping D and has two pages no one else has.
+	got = run(append(append(cp(img), A2...), append(B2, 0x7fffc1234)...), append(append(cp(img), C2...), 0x7ffd00000, 0x7ffd00001))
+	got.ImageLo, got.ImageHi = ref.ImageLo, ref.ImageHi
+	a = Compare(ref, got)
+	wantR := float64(10+64+10+64+65+1) / float64(2*10+64+65+1+64+65)
+	wantP := float64(10+64+10+64+65+1) / float64(10+64+2+10+64+65+1)
+	if math.Abs(a.Recall-wantR) > 1e-9 || math.Abs(a.Precision-wantP) > 1e-9 {
+		t.Fatalf("recall %v precision %v, want %v %v", a.Recall, a.Precision, wantR, wantP)
+	}
+}
+
+func cp(s []uint64) []uint64 { return append([]uint64(nil), s...) }
+
+func TestCompareIdentical(t *testing.T) {
+	ref := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
+	got := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
+	if a := Compare(ref, got); a.Recall != 1 || a.Precision != 1 || a.CountError != 0 || got.Shifted != 0 {
+		t.Fatalf("%+v, shifted %d", a, got.Shifted)
+	}
+	empty := run(nil, nil)
+	if a := Compare(ref, empty); a.Recall != 0 || !math.IsNaN(a.Precision) {
+		t.Fatalf("empty run: %+v", a)
+	}
+}
+
+func TestRulesOverride(t *testing.T) {
+	src := []byte(`version: 1
+rules:
+  - preset: vptrace
+    functions: ["work_*"]
+    params:
+      threshold: 0.0
+      sizeexp: 12
+  - preset: vptrace
+    functions: ["main"]
+`)
+	rf, err := rulesFor(Config{Threshold: 0.5, PageSize: 1024}, "rules.yaml", src, []string{"usestack=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rf.Rules) != 2 {
+		t.Fatalf("%d rules", len(rf.Rules))
+	}
+	for _, r := range rf.Rules {
+		p := r.Params
+		if p.Float("threshold") != 0.5 || p.Size("pagesize") != 1024 || p.Bool("exact") || !p.Bool("usestack") {
+			t.Errorf("rule %d: %s", r.Index, p.Canonical())
+		}
+	}
+	if !rf.Rules[0].Matches("work_fill") || rf.Rules[0].Matches("main") {
+		t.Error("the functions of the rule changed")
+	}
+	rf, err = rulesFor(Config{Exact: true}, "", nil, []string{"usestack=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rf.Rules[0].Params; !p.Bool("exact") || p.Float("threshold") != 0 || !p.Bool("usestack") {
+		t.Errorf("exact: %s", p.Canonical())
+	}
+	if _, err := rulesFor(Config{Threshold: 0}, "r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n"), nil); err == nil {
+		t.Error("a rules file without vptrace rules was accepted")
+	}
+	if _, err := rulesFor(Config{Threshold: 0, PageSize: 4096}, "", nil, []string{"bogus=1"}); err == nil {
+		t.Error("an unknown parameter was accepted")
+	}
+}
+
+func TestCSVSchema(t *testing.T) {
+	rs := []*Result{
+		{Config: Config{Exact: true}, Plain: []float64{1, 1}, Inst: []float64{3, 3}, Recall: []float64{math.NaN(), 1}},
+		{Config: Config{Threshold: 0.5, PageSize: 2048}, Sites: 7, Blocks: 3, Plain: []float64{1, 2}, Inst: []float64{2, 3},
+			Recall: []float64{0.5, 0.7}, Precision: []float64{1, 1}},
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, rs); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(recs[0][:5], ",") != "threshold,pagesize,slowdown,recall,precision" || len(recs) != 3 {
+		t.Fatalf("header %v, %d rows", recs[0], len(recs))
+	}
+	row := map[string]string{}
+	for i, c := range recs[0] {
+		row[c] = recs[2][i]
+	}
+	if row["slowdown"] != "1.6667" || row["recall"] != "0.60000" || row["pagesize"] != "2048" || row["mode"] != "approx" || row["reps"] != "2" || row["sites"] != "7" {
+		t.Errorf("row %v", row)
+	}
+}
