@@ -33,20 +33,20 @@ const (
 
 // site is one instrumented memory access.
 type site struct {
-	fn      *ibr.Func
-	inst    int // instruction index in the section
-	acc     effect.Access
-	kind    uint8
-	seg     uint8
-	size    int
-	covers  uint32
-	block   int
-	score   float64
-	sym     string // variable named by a relocation, if any
-	symOff  int64
-	rel     *relocRef // relocation of the address, if any
-	link    *ibr.Link // same-section RIP-relative reference, if any
-	rep     bool
+	fn     *ibr.Func
+	inst   int // instruction index in the section
+	acc    effect.Access
+	kind   uint8
+	seg    uint8
+	size   int
+	covers uint32
+	block  int
+	score  float64
+	sym    string // variable named by a relocation, if any
+	symOff int64
+	rel    *relocRef // relocation of the address, if any
+	link   *ibr.Link // same-section RIP-relative reference, if any
+	rep    bool
 	// lo and hi delimit, relative to the site's address, the bytes the
 	// site stands for: its own access and those of later accesses of its
 	// block that the page-size estimate merged into it ([lo, hi)).
