@@ -79,9 +79,14 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 		infos := make(map[*loops.Loop]*loopInfo)
 		for _, s := range sel.sites {
 			var err error
-			if sw := sel.findSweep(s, infos); sw != nil {
+			switch sw := sel.findSweep(s, infos); {
+			case sw != nil:
 				err = st.instrumentSweep(sw)
-			} else {
+			case s.vec != 0:
+				err = st.instrumentVec(s)
+			case s.repAfter:
+				err = st.instrumentRepAfter(s)
+			default:
 				err = st.instrument(s, sel.exact)
 			}
 			if err != nil {
@@ -237,6 +242,10 @@ func (st *objState) finish() error {
 		le.PutUint16(r[18:], uint16(size))
 		le.PutUint32(r[20:], s.covers)
 		le.PutUint32(r[24:], uint32(s.block))
+		if s.vec != 0 {
+			r[16] |= kindVec
+			le.PutUint32(r[24:], s.vec)
+		}
 		le.PutUint32(r[28:], uint32(s.score*1e6))
 	}
 	// The string table is complete only now that every site named its

@@ -29,6 +29,7 @@ const (
 	repSource = 0x10 // a rep string operation's source range, from rsi
 	repDest   = 0x20 // a rep string operation's destination range, from rdi
 	kindRange = 0x40 // a sweep: reported as one range per loop run (vpt_range)
+	kindVec   = 0x80 // vector elements (vpt_vec); block holds the descriptor
 )
 
 // site is one instrumented memory access.
@@ -56,6 +57,13 @@ type site struct {
 	twoPages bool
 	// aligned: the access itself cannot cross a page boundary.
 	aligned bool
+	// vec, when non-zero, describes an access of vector elements (an AVX2
+	// gather, or a masked move) that the runtime resolves from the vector
+	// registers (ABI.md "Vector accesses").
+	vec uint32
+	// repAfter marks a repe/repne cmps or scas, which may stop early: its
+	// range is recorded after it runs.
+	repAfter bool
 }
 
 // relocRef is a relocation patching the displacement of the instrumented
@@ -172,7 +180,7 @@ func (sel *selector) run() {
 // finish decides, once grouping is done, which sites check two pages.
 func (sel *selector) finish() {
 	for _, st := range sel.sites {
-		if st.rep {
+		if st.rep || st.vec != 0 {
 			continue
 		}
 		single := st.lo == 0 && st.hi == int64(st.size) && st.aligned
@@ -204,7 +212,7 @@ func hwReg(r x86asm.Reg) (effect.Reg, bool) {
 // displacement.
 func (sel *selector) key(st *site) (groupKey, int64, bool) {
 	m := st.acc.Mem
-	if st.acc.VSIB || st.acc.BitOffset || st.size == 0 {
+	if st.acc.VSIB || st.acc.BitOffset || st.size == 0 || st.vec != 0 {
 		return groupKey{}, 0, false
 	}
 	k := groupKey{seg: st.seg, base: m.Base, index: m.Index, scale: m.Scale, segment: m.Segment}
@@ -244,9 +252,19 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 		st.kind |= kindWrite
 	}
 	switch {
-	case acc.VSIB:
-		sel.skipped["gather/scatter (VSIB) access"]++
-		return nil
+	case acc.VSIB || acc.Masked:
+		d, elem, ok := vecDescriptor(sel.g.Sec.Asm(i), &in.Layout, acc)
+		switch {
+		case ok && acc.Mem.Segment == 0:
+			st.vec, st.size = d, elem
+		case acc.VSIB:
+			sel.skipped["AVX-512 gather/scatter access"]++
+			return nil
+		default:
+			// AVX-512 opmasks are not read yet: the whole operand is
+			// traced, which may add a page no active lane touched.
+			sel.skipped["AVX-512 masked access traced as its whole operand"]++
+		}
 	case acc.BitOffset:
 		sel.skipped["bit-string access with a register offset"]++
 		return nil
@@ -310,10 +328,98 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 	}
 	if acc.Rep {
 		st.size = acc.Elem
+		st.repAfter = conditionalRep(sel.g.Sec.Asm(i))
 	}
 	st.lo, st.hi = 0, int64(st.size)
 	st.aligned = alignedByInstruction(sel.g.Sec, i, in) || sel.aligned(st)
 	return st
+}
+
+// conditionalRep reports whether a rep string instruction may stop before
+// its count runs out (repe/repne cmps and scas).
+func conditionalRep(a *x86asm.Inst) bool {
+	switch a.Op {
+	case x86asm.CMPSB, x86asm.CMPSW, x86asm.CMPSD, x86asm.CMPSQ, x86asm.SCASB, x86asm.SCASW, x86asm.SCASD, x86asm.SCASQ:
+		return true
+	}
+	return false
+}
+
+// Vector-access descriptor fields (struct vpt_site.block of a vector
+// site; the runtime's VD_* macros).
+const (
+	vdVSIB  = 1 << 5
+	vdQIdx  = 1 << 8
+	vdMask  = 1 << 20
+	vdCount = 9
+	vdMReg  = 15
+	vdScale = 6
+)
+
+// vecDescriptor describes an AVX2 gather or masked move for the runtime:
+// which vector registers hold the indices and the mask, the element size
+// and count. AVX-512 forms (opmask registers) are not described.
+func vecDescriptor(a *x86asm.Inst, lay *x86len.Layout, acc effect.Access) (uint32, int, bool) {
+	if lay.Escape != x86len.VEX2 && lay.Escape != x86len.VEX3 {
+		return 0, 0, false
+	}
+	vreg := func(arg x86asm.Arg) (uint32, int, bool) {
+		r, ok := arg.(x86asm.Reg)
+		switch {
+		case ok && r >= x86asm.X0 && r <= x86asm.X15:
+			return uint32(r - x86asm.X0), 16, true
+		case ok && r >= x86asm.Y0 && r <= x86asm.Y15:
+			return uint32(r - x86asm.Y0), 32, true
+		}
+		return 0, 0, false
+	}
+	var idx, elem int
+	switch a.Op {
+	case x86asm.VGATHERDPS, x86asm.VPGATHERDD:
+		idx, elem = 4, 4
+	case x86asm.VGATHERDPD, x86asm.VPGATHERDQ:
+		idx, elem = 4, 8
+	case x86asm.VGATHERQPS, x86asm.VPGATHERQD:
+		idx, elem = 8, 4
+	case x86asm.VGATHERQPD, x86asm.VPGATHERQQ:
+		idx, elem = 8, 8
+	case x86asm.VMASKMOVPS, x86asm.VPMASKMOVD:
+		elem = 4
+	case x86asm.VMASKMOVPD, x86asm.VPMASKMOVQ:
+		elem = 8
+	default:
+		return 0, 0, false
+	}
+	var scale uint32
+	for sc := acc.Mem.Scale; sc > 1; sc >>= 1 {
+		scale++
+	}
+	if idx != 0 {
+		// vgather dst, [base + vindex*scale], mask
+		_, dw, ok1 := vreg(a.Args[0])
+		m, _, ok2 := vreg(a.Args[2])
+		vi, iw, ok3 := vreg(acc.Mem.Index)
+		if !ok1 || !ok2 || !ok3 {
+			return 0, 0, false
+		}
+		n := min(dw/elem, iw/idx)
+		d := vi | vdVSIB | scale<<vdScale | uint32(n)<<vdCount | m<<vdMReg | vdMask
+		if idx == 8 {
+			d |= vdQIdx
+		}
+		return d, elem, true
+	}
+	// vmaskmov: load dst, mask, mem; store mem, mask, src.
+	data := a.Args[0]
+	if _, isMem := a.Args[0].(x86asm.Mem); isMem {
+		data = a.Args[2]
+	}
+	_, w, ok1 := vreg(data)
+	m, _, ok2 := vreg(a.Args[1])
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	return uint32(w/elem)<<vdCount | m<<vdMReg | vdMask, elem, true
 }
 
 // alignedByInstruction reports whether the instruction faults unless its

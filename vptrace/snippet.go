@@ -70,7 +70,8 @@ func (st *objState) placement(s *site, g *cfg.Graph) (int, bool) {
 			return 0, false
 		}
 	}
-	if lv.Before(at).Flags&effect.Status == 0 || s.rep {
+	if lv.Before(at).Flags&effect.Status == 0 || s.rep || s.vec != 0 {
+		// Vector sites read vector registers placement does not track.
 		return at, true
 	}
 	var addr effect.RegSet
@@ -127,6 +128,138 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		}
 	}
 	return nil
+}
+
+// instrumentVec inserts the code of a vector-element site (an AVX2 gather
+// or masked move): the base address is pushed and vpt_vec reads the
+// indices and the mask from the vector registers. No flags change.
+func (st *objState) instrumentVec(s *site) error {
+	sec := s.fn.Section
+	g := st.prog.ByFunc[s.fn]
+	at, ok := st.placement(s, g)
+	if !ok {
+		return fmt.Errorf("cannot insert code before the instruction")
+	}
+	k := len(st.sites)
+	st.sites = append(st.sites, s)
+	base := *s
+	if s.acc.VSIB {
+		base.acc.Mem.Index, base.acc.Mem.Scale = 0, 0 // the indices are the vector's
+	}
+	sn, err := st.argCall(&base, k, st.live[g].Before(at).Regs, "vpt_vec", func(b *snippet.Builder, S snippet.Reg, shift int32) error {
+		ea, err := st.address(&base, shift, 0)
+		if err == nil {
+			b.LeaQ(ea, S)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sec.InsertBefore(at, sn)
+}
+
+// instrumentRepAfter inserts the code of a repe/repne cmps or scas site:
+// before it, rcx goes to the site's TLS slot; after it, vpt_rep_after
+// records the elements it really compared. No flags change (the flags the
+// instruction sets are live: a conditional jump reads them).
+func (st *objState) instrumentRepAfter(s *site) error {
+	sec := s.fn.Section
+	g := st.prog.ByFunc[s.fn]
+	lv := st.live[g]
+	at := s.inst
+	if !sec.CanInsertBefore(at) {
+		return fmt.Errorf("cannot insert code before the instruction")
+	}
+	k := len(st.sites)
+	st.sites = append(st.sites, s)
+	// Before: mov %rcx, slot.
+	b := st.b
+	if st.ie {
+		free, bw, err := pickRegs(1, lv.Before(at).Regs|1<<effect.RCX, 1<<effect.RSP|1<<effect.RCX, 0)
+		if err != nil {
+			return err
+		}
+		if len(bw) > 0 {
+			b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+			b.PushQ(snippetRegs[bw[0]])
+		}
+		U := snippetRegs[free[0]]
+		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
+		b.MovQ(snippet.RCX, snippet.Mem(U, int32(8*k)).Seg(snippet.FS))
+		if len(bw) > 0 {
+			b.PopQ(snippetRegs[bw[0]])
+			b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+		}
+	} else {
+		b.MovQ(snippet.RCX, snippet.TPOFF(st.sym("slots"), int64(8*k)))
+	}
+	code, err := b.Assemble()
+	if err != nil {
+		return err
+	}
+	before, err := st.convert(code)
+	if err != nil {
+		return err
+	}
+	// After: push the slot, call vpt_rep_after.
+	after, err := st.argCall(s, k, lv.After(at).Regs, "vpt_rep_after", func(b *snippet.Builder, S snippet.Reg, shift int32) error {
+		if st.ie {
+			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), S)
+			b.MovQ(snippet.Mem(S, int32(8*k)).Seg(snippet.FS), S)
+		} else {
+			b.MovQ(snippet.TPOFF(st.sym("slots"), int64(8*k)), S)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := sec.InsertBefore(at, before); err != nil {
+		return err
+	}
+	return sec.InsertAfter(at, after)
+}
+
+// argCall builds code that loads one value into a scratch register (load),
+// pushes it and calls a whole-state stub with the site's nopl after the
+// call. It steps over the red zone, borrows a register if none is dead,
+// and changes no flags.
+func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string, load func(*snippet.Builder, snippet.Reg, int32) error) (*ibr.Snippet, error) {
+	b := st.b
+	free, borrowed, err := pickRegs(1, liveRegs, 1<<effect.RSP, 0)
+	if err != nil {
+		return nil, err
+	}
+	b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+	shift := int32(redZone)
+	for _, r := range borrowed {
+		b.PushQ(snippetRegs[r])
+		shift += 8
+	}
+	S := snippetRegs[free[0]]
+	if err := load(b, S, shift); err != nil {
+		return nil, err
+	}
+	b.PushQ(S)
+	b.CallSym(stub)
+	b.Label("site")
+	b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+	b.LeaQ(snippet.Mem(snippet.RSP, 8), snippet.RSP)
+	for i := len(borrowed) - 1; i >= 0; i-- {
+		b.PopQ(snippetRegs[borrowed[i]])
+	}
+	b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+	code, err := b.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	sn, err := st.convert(code)
+	if err != nil {
+		return nil, err
+	}
+	sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels["site"] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
+	return sn, nil
 }
 
 // sweepCode builds the entry (exit false) or exit code of sweep site k.

@@ -58,7 +58,7 @@ type loopInfo struct {
 // findSweep decides whether a site can be summarised per loop run and
 // where its code goes.
 func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep {
-	if sel.exact || st.rep || st.size <= 0 || st.hi-st.lo > 4096 || st.acc.Mem.Segment != 0 || st.acc.Masked {
+	if sel.exact || st.rep || st.vec != 0 || st.size <= 0 || st.hi-st.lo > 4096 || st.acc.Mem.Segment != 0 || st.acc.Masked {
 		return nil
 	}
 	g := sel.g

@@ -75,6 +75,8 @@ HIDDEN uint32_t vpt_nbufs;
 void vpt_full(uint64_t page1, uint64_t site, uint64_t time) HIDDEN;
 void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64_t rflags) HIDDEN;
 void vpt_range_c(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base) HIDDEN;
+void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0) HIDDEN;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through this. */
 extern void vptGoAnchor(void);
@@ -1446,6 +1448,94 @@ void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64
 			continue;
 		lo = (rflags & 0x400) ? base + size - bytes : base;
 		append_range(site, lo >> 12, (lo + bytes - 1) >> 12, time);
+	}
+}
+
+/* Vector element accesses (site kind bit 7, ABI.md "Vector accesses"):
+ * the descriptor in the site's block field says which vector registers
+ * hold the indices and the mask. */
+#define VD_VIDX(d) ((d) & 0x1f)         /* index vector register (VSIB) */
+#define VD_VSIB(d) (((d) >> 5) & 1)     /* gather: per-element indices */
+#define VD_SCALE(d) (((d) >> 6) & 3)    /* log2 of the index scale */
+#define VD_QIDX(d) (((d) >> 8) & 1)     /* indices are qwords (else dwords) */
+#define VD_COUNT(d) (((d) >> 9) & 0x3f) /* elements */
+#define VD_MREG(d) (((d) >> 15) & 0x1f) /* mask vector register: element sign bits */
+#define VD_MASK(d) (((d) >> 20) & 1)    /* the access has a mask */
+
+extern uint32_t vpt_xsave_mask; /* stubs.S: the components xsave saves */
+static uint32_t ymm_off;        /* offset of the AVX upper halves in the xsave area */
+
+/* vec_elem reads element e (w bytes) of vector register r from the saved
+ * state: the low 16 bytes from the legacy area, the next 16 from the AVX
+ * component when xsave saved it. */
+static int64_t vec_elem(const uint8_t *state, unsigned r, unsigned e, unsigned w)
+{
+	unsigned off = e * w;
+	const uint8_t *p;
+	int64_t v = 0;
+	if (r > 15)
+		return 0;
+	if (off + w <= 16) {
+		p = state + 160 + 16 * r + off;
+	} else {
+		if (!ymm_off || !(vpt_xsave_mask & 4))
+			return 0;
+		p = state + ymm_off + 16 * r + off - 16;
+	}
+	if (w == 8) {
+		memcpy(&v, p, 8);
+	} else {
+		int32_t x;
+		memcpy(&x, p, 4);
+		v = x;
+	}
+	return v;
+}
+
+void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	uint32_t d = s->block;
+	uint64_t w = s->size ? s->size : 1, time = LOAD(&vpt_hot.clock);
+	unsigned n = VD_COUNT(d);
+	(void)regs;
+	if (!ymm_off && (vpt_xsave_mask & 4)) {
+		unsigned a, b, c, dd;
+		__cpuid_count(0xd, 2, a, b, c, dd);
+		ymm_off = b;
+	}
+	for (unsigned e = 0; e < n && e < 64; e++) {
+		uint64_t addr;
+		if (VD_MASK(d) && vec_elem(state, VD_MREG(d), e, (unsigned)w) >= 0)
+			continue; /* lane off: sign bit clear */
+		if (VD_VSIB(d))
+			addr = base + ((uint64_t)vec_elem(state, VD_VIDX(d), e, VD_QIDX(d) ? 8 : 4) << VD_SCALE(d));
+		else
+			addr = base + e * w;
+		append_range(site, addr >> 12, (addr + w - 1) >> 12, time);
+	}
+}
+
+/* After a repe/repne cmps or scas: the instruction compared rcx0 - rcx
+ * elements, from the pointer's value then (forwards, or backwards when DF
+ * was set) to its value now. */
+void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	uint64_t size = s->size ? s->size : 1, count, bytes, lo;
+	(void)state;
+	if (rcx0 <= regs[1])
+		return;
+	count = rcx0 - regs[1];
+	if (count > (REP_MAX_PAGES << 12) / size)
+		count = (REP_MAX_PAGES << 12) / size;
+	bytes = count * size;
+	for (int k = 0; k < 2; k++) {
+		uint64_t p = k ? regs[7] : regs[6];
+		if (!(s->kind & (k ? 0x20 : 0x10)))
+			continue;
+		lo = (regs[16] & 0x400) ? p + size : p - bytes;
+		append_range(site, lo >> 12, (lo + bytes - 1) >> 12, LOAD(&vpt_hot.clock));
 	}
 }
 

@@ -22,7 +22,7 @@
  * on a 64-byte aligned area below, call fn, restore. Clobbers rax, rdx
  * (after passing rdx), flags.
  */
-	.macro XSAVE_CALL fn
+	.macro XSAVE_CALL fn, area=0
 	pushq %rdx
 	movl vpt_xsave_size(%rip), %eax
 	testl %eax, %eax
@@ -49,7 +49,11 @@
 	popq %rdx
 	jmp 3f
 2:	fxsave64 (%rsp)
-3:	call \fn
+3:
+	.if \area
+	movq %rsp, %rdx                 /* the saved state, for fn */
+	.endif
+	call \fn
 	movl vpt_xsave_mask(%rip), %eax
 	testl %eax, %eax
 	je 4f
@@ -402,6 +406,88 @@ vpt_range:
 	ret
 	.cfi_endproc
 	.size vpt_range, .-vpt_range
+
+/*
+ * vpt_vec and vpt_rep_after: the whole-machine-state path. The caller
+ * stepped over the red zone and pushed one argument (vpt_vec: the base
+ * address of a vector access; vpt_rep_after: rcx before a repe/repne
+ * string instruction) and calls with nopl site(%rip) after the call. The
+ * stub saves every general register and the flags, saves the vector state
+ * with xsave, and calls fn(site, regs, state, arg), where regs[0..15] are
+ * rax..r15 by hardware number (regs[4], rsp, is not meaningful) and
+ * regs[16] the flags. It restores everything; the caller pops the argument.
+ */
+	.macro FULLSTUB name, fn
+	.globl \name
+	.type \name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	pushq %r15
+	pushq %r14
+	pushq %r13
+	pushq %r12
+	pushq %r11
+	pushq %r10
+	pushq %r9
+	pushq %r8
+	pushq %rdi
+	pushq %rsi
+	pushq %rbp
+	pushq %rsp
+	pushq %rbx
+	pushq %rdx
+	pushq %rcx
+	pushq %rax                      /* 0 rax .. 120 r15, 128 flags, 136 ret, 144 arg */
+	.cfi_adjust_cfa_offset 128
+	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
+	je 9f
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	leaq 8(%rbp), %rsi              /* regs */
+	movq 144(%rbp), %rax            /* return address -> nopl site(%rip) */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi         /* site */
+	movq 152(%rbp), %rcx            /* the pushed argument */
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	pushq %r8
+	XSAVE_CALL \fn, 1
+	movq %rbp, %rsp
+	popq %rbp
+	.cfi_def_cfa %rsp, 144
+9:	popq %rax
+	popq %rcx
+	popq %rdx
+	popq %rbx
+	addq $8, %rsp                   /* rsp */
+	popq %rbp
+	popq %rsi
+	popq %rdi
+	popq %r8
+	popq %r9
+	popq %r10
+	popq %r11
+	popq %r12
+	popq %r13
+	popq %r14
+	popq %r15
+	.cfi_adjust_cfa_offset -128
+	popfq
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size \name, .-\name
+	.endm
+
+	FULLSTUB vpt_vec, vpt_vec_c
+	FULLSTUB vpt_rep_after, vpt_rep_after_c
 
 /*
  * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|

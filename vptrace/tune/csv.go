@@ -26,7 +26,9 @@ import (
 //	slowdown_q1, slowdown_q3        quartiles of per-repetition ratios
 //	recall_min, precision_min       worst repetition
 //	page_recall          recall of pages regardless of thread
-//	plain_cpu_s, inst_cpu_s         median CPU seconds (user + system)
+//	plain_cpu_s, inst_cpu_s         median CPU seconds (user + system, all threads)
+//	cpu_slowdown         inst_cpu_s / plain_cpu_s (steadier than wall time on a
+//	                     busy machine; counts the runtime's own threads too)
 //	pairs, ref_pairs     (thread, page) pairs in the run and the reference (medians)
 //	events, drops        events recorded, events dropped (medians)
 //	trace_mb             trace size, MB (median)
@@ -34,7 +36,7 @@ import (
 //	output_differs       runs whose output differed from the uninstrumented build's
 var Columns = []string{"threshold", "pagesize", "slowdown", "recall", "precision", "count_error", "blocks", "sites",
 	"plain_median_s", "inst_median_s", "reps", "mode", "slowdown_q1", "slowdown_q3", "recall_min", "precision_min",
-	"page_recall", "plain_cpu_s", "inst_cpu_s", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs"}
+	"page_recall", "plain_cpu_s", "inst_cpu_s", "cpu_slowdown", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs"}
 
 // RunColumns are the columns of runs.csv, one row per repetition.
 var RunColumns = []string{"threshold", "pagesize", "mode", "rep", "plain_s", "inst_s", "plain_cpu_s", "inst_cpu_s",
@@ -112,7 +114,7 @@ func WriteCSV(w io.Writer, rs []*Result) error {
 			ff(Median(r.CountError), 5), strconv.Itoa(r.Blocks), strconv.Itoa(r.Sites),
 			ff(Median(r.Plain), 6), ff(Median(r.Inst), 6), strconv.Itoa(len(r.Inst)), mode(c),
 			ff(q1, 4), ff(q3, 4), ff(Min(r.Recall), 5), ff(Min(r.Precision), 5), ff(Median(r.PageRecall), 5),
-			ff(Median(r.PlainCPU), 6), ff(Median(r.InstCPU), 6), ff(medianInts(r.Pairs), 0), ff(medianInts(r.RefPairs), 0),
+			ff(Median(r.PlainCPU), 6), ff(Median(r.InstCPU), 6), ff(Median(r.InstCPU)/Median(r.PlainCPU), 4), ff(medianInts(r.Pairs), 0), ff(medianInts(r.RefPairs), 0),
 			ff(medianInts(r.Events), 0), ff(medianInts(r.Drops), 0), ff(medianInts(r.TraceBytes)/1e6, 3),
 			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers)})
 	}

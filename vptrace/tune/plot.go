@@ -95,7 +95,7 @@ func jitter(i, n int) float64 {
 	return (float64(i) - float64(n-1)/2) * 0.012
 }
 
-func newPlot(title, ylabel string) *gplot.Plot {
+func newPlot(title, ylabel string, rs []*Result) *gplot.Plot {
 	p := gplot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -103,6 +103,17 @@ func newPlot(title, ylabel string) *gplot.Plot {
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = -0.05, 1.05
 	p.Add(plotter.NewGrid())
+	var ticks []gplot.Tick
+	seen := map[float64]bool{}
+	for _, r := range rs {
+		if t := r.Config.Threshold; !r.Config.Exact && !seen[t] {
+			seen[t] = true
+			ticks = append(ticks, gplot.Tick{Value: t, Label: fmtFloat(t)})
+		}
+	}
+	if len(ticks) > 0 {
+		p.X.Tick.Marker = gplot.ConstantTicks(ticks)
+	}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	return p
@@ -116,7 +127,7 @@ type xyErr struct {
 
 // OverheadPlot draws the slowdown against T, one line per H.
 func OverheadPlot(rs []*Result, workload string) *gplot.Plot {
-	p := newPlot("Overhead: "+workload, "slowdown (median instrumented / median uninstrumented)")
+	p := newPlot("Overhead: "+workload, "slowdown (median instrumented / median uninstrumented)", rs)
 	hs, byH, ref := series(rs)
 	ymax := 1.0
 	for i, h := range hs {
@@ -169,7 +180,7 @@ func OverheadPlot(rs []*Result, workload string) *gplot.Plot {
 // AccuracyPlot draws recall (solid) and precision (dashed) against T, one
 // colour per H.
 func AccuracyPlot(rs []*Result, workload string) *gplot.Plot {
-	p := newPlot("Accuracy: "+workload, "(thread, page) pairs vs. the exact reference")
+	p := newPlot("Accuracy: "+workload, "(thread, page) pairs vs. the exact reference", rs)
 	hs, byH, ref := series(rs)
 	for i, h := range hs {
 		for k, what := range []string{"recall", "precision"} {

@@ -424,7 +424,7 @@ func (e *experiment) link(c Config, name string, objs []string, rt string) (*bui
 		if name != "plain" {
 			what = c.String()
 		}
-		return nil, fmt.Errorf("linking %s failed (%s): %s: %s", what, cmd, err, lastLine(string(out)))
+		return nil, fmt.Errorf("linking %s failed (%s): %s: %s", what, cmd, err, errorLine(string(out)))
 	}
 	return &build{cfg: c, dir: dir, exe: exe}, nil
 }
@@ -582,12 +582,14 @@ func (e *experiment) execEnv(ctx context.Context, b *build, env []string) (runRe
 	return r, sum, nil
 }
 
-// withoutVPTRACE drops the runtime's settings from the environment, so
-// that every run traces the same way whatever the caller's shell has.
+// withoutVPTRACE drops the runtime settings that would break the
+// experiment (where the trace goes, tracing off or stopped); the others
+// (VPTRACE_BUFKB, VPTRACE_INTERVAL_MS, ...) pass through.
 func withoutVPTRACE(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "VPTRACE") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "VPTRACE_OUT" && k != "VPTRACE" && k != "VPTRACE_START" {
 			out = append(out, kv)
 		}
 	}
@@ -614,6 +616,24 @@ func lastLine(s string) string {
 		return "(no output)"
 	}
 	return l
+}
+
+// errorLine picks the line of a compiler driver's output that says what
+// went wrong: the first that mentions an error and is not collect2's
+// summary, else the last.
+func errorLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		low := strings.ToLower(l)
+		if strings.HasPrefix(l, "collect2:") {
+			continue
+		}
+		for _, w := range []string{"error", "undefined", "not recognized", "no such file", "cannot find"} {
+			if strings.Contains(low, w) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return lastLine(s)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
