@@ -7,6 +7,7 @@
 #   make demo-pad     rewrite a small C program with the pad preset, compare runs
 #   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
 #   make e2e-clobber  the differential part of the suite with the clobber preset
+#   make e2e-vptrace  ... with vptrace (T=0), linked with the runtime
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
 #   make fuzz-short   every Go fuzz target for FUZZTIME each
 #
@@ -26,7 +27,7 @@ export HIJACK HIJACK_RULES HIJACK_LDLIBS
 # Build bin/hijack first only when it is the rewriter under test.
 BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
 
-.PHONY: all build deps test unit e2e e2e-short e2e-clobber demo demo-pad bench fuzz-short clean distclean
+.PHONY: all build deps test unit e2e e2e-short e2e-clobber e2e-vptrace demo demo-pad bench fuzz-short clean distclean
 
 all: build
 
@@ -41,12 +42,21 @@ test: deps $(BUILD_IF_DEFAULT)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory e2e-clobber
+	@$(MAKE) --no-print-directory e2e-vptrace
 
 # The differential programs again with the clobber preset: every register
 # and flag liveness calls dead is destroyed before every instruction.
 E2E_DIFF := Csmith|Archive|Upstream|CxxExceptions|Valgrind
 e2e-clobber:
 	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/clobber.yaml E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
+
+# ... and with vptrace at T=0 (transparency: traced programs behave as
+# before), linked with the runtime; stack tracing on for the csmith part.
+e2e-vptrace:
+	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/vptrace.yaml \
+		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
+	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/vptrace-stack.yaml \
+		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run 'Csmith|CxxExceptions' $(E2E_FLAGS)"
 
 # Unit tests of every package except the e2e suite.
 unit:
