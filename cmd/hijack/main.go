@@ -21,6 +21,7 @@ Usage:
   hijack analyze [--json|--dot F] IN.o  blocks, loops and scores per function
   hijack cc [-r RULES] -- CC ARGS...    compiler wrapper: make CC="hijack cc -r R -- gcc"
   hijack report [--csv|--json] TRACE   pages per thread from a vptrace trace file
+  hijack tune --link CMD --run CMD OBJ.o...  overhead/accuracy sweep of vptrace T and H
   hijack help                           this text
 
 Rewrite options:
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return cmdAnalyze(args[1:], stdout, stderr)
 		case "cc":
 			return cmdCC(args[1:], stdout, stderr)
+		case "tune":
+			return cmdTune(args[1:], stdout, stderr)
 		case "report":
 			return cmdReport(args[1:], stdout, stderr)
 		case "help", "-h", "--help", "-help":

@@ -33,6 +33,8 @@ A fork child writes its own file; give several files to see them all.
   --thread TID    only this thread (kernel TID)
   --top N         pages, functions and variables per thread in tables
                   (default 10; 0: all)
+  --heatmap FILE  pages x time image (.png or .svg), per --thread or all,
+                  --kind reads|writes|all (hijack report --heatmap x.png -h)
 
 Counts are events: in the default mode an event is "this instruction moved
 to this page", in exact mode one access (see vptrace/FORMAT.md). A file
@@ -47,6 +49,9 @@ type reportOpts struct {
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
+	if status, ok := reportHeatmap(args, stdout, stderr); ok {
+		return status
+	}
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o reportOpts

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"hijack/vptrace/tune"
+)
+
+const tuneUsage = `Usage: hijack tune --link CMD --run CMD [options] OBJ.o...
+
+Tuning experiment of the vptrace preset: instruments OBJ.o... with every
+combination of the thresholds T and page-size estimates H, links and runs
+each build --reps times, each run after a run of the uninstrumented build,
+and measures the slowdown (median of the instrumented runs over median of
+the uninstrumented ones), the instrumented sites and blocks, and the
+accuracy of the trace against the reference: the exact mode (T=0, every
+access). See docs/tuning.md.
+
+  --link CMD        link command, run by sh: {objs} the objects, {rt} the
+                    vptrace runtime (empty for the uninstrumented build),
+                    {out} the executable, e.g. 'cc main.o {objs} {rt} -lpthread -o {out}'
+  --run CMD         run command, run by sh: {out} the executable, e.g. '{out} 4'
+  --threshold LIST  thresholds T (default 0,0.25,0.5,0.75,1)
+  --pagesize LIST   page-size estimates H, 1K style accepted (default 1K,2K,4K)
+  --reps N          runs per configuration (default 5)
+  --out DIR         results.csv, runs.csv, overhead/accuracy/tune .svg and .png
+                    (default tune-out)
+  --rules FILE      rules file whose vptrace rules get each configuration's T
+                    and H (default: the vptrace preset on every function)
+  --param K=V       another vptrace parameter for every build (usestack=true, ...)
+  --runtime FILE    the vptrace runtime (default: libvptrace.a next to hijack)
+  --aslr            leave address-space randomisation on (default: runs go
+                    through setarch -R so that pages compare between runs)
+  --timeout DUR     per run (default 10m)
+  --title TEXT      workload name in the plots
+  --keep            keep DIR/work (builds and the reference trace)
+  -q, --quiet       no progress lines
+
+Progress goes to stderr, one line per run; the results table to stdout.
+`
+
+func cmdTune(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("tune", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o tune.Options
+	fs.StringVar(&o.Link, "link", "", "link command")
+	fs.StringVar(&o.Run, "run", "", "run command")
+	ts := fs.String("threshold", "0,0.25,0.5,0.75,1", "thresholds")
+	hs := fs.String("pagesize", "1K,2K,4K", "page-size estimates")
+	fs.IntVar(&o.Reps, "reps", 5, "repetitions")
+	fs.StringVar(&o.Out, "out", "tune-out", "output directory")
+	fs.StringVar(&o.Rules, "rules", "", "rules file")
+	fs.StringArrayVar(&o.Params, "param", nil, "vptrace parameter K=V")
+	fs.StringVar(&o.Runtime, "runtime", "", "libvptrace.a")
+	fs.BoolVar(&o.ASLR, "aslr", false, "keep ASLR")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "per run")
+	fs.StringVar(&o.Title, "title", "", "workload name")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the work directory")
+	quiet := fs.BoolP("quiet", "q", false, "no progress")
+	help := fs.BoolP("help", "h", false, "help")
+	if err := fs.Parse(tuneSingleDash(args)); err != nil {
+		fmt.Fprintf(stderr, "hijack tune: %v (see hijack tune --help)\n", err)
+		return 2
+	}
+	if *help {
+		fmt.Fprint(stdout, tuneUsage)
+		return 0
+	}
+	if fs.NArg() == 0 && o.Link == "" && o.Run == "" {
+		fmt.Fprint(stderr, tuneUsage)
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "hijack tune: "+format+" (see hijack tune --help)\n", a...)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		return usageErr("no objects to instrument")
+	}
+	o.Objects = fs.Args()
+	var err error
+	if o.Thresholds, err = tune.ParseFloats(*ts); err != nil {
+		return usageErr("--threshold: %v", err)
+	}
+	if o.PageSizes, err = tune.ParseSizes(*hs); err != nil {
+		return usageErr("--pagesize: %v", err)
+	}
+	if o.Runtime == "" {
+		o.Runtime = defaultRuntime()
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	o.Presets = presets
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := tune.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack tune: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	printTune(stdout, rep)
+	if *quiet {
+		for _, msg := range rep.Warnings {
+			fmt.Fprintf(stderr, "hijack tune: warning: %s\n", msg)
+		}
+	} else {
+		fmt.Fprintf(stderr, "hijack tune: done in %s; wrote %s\n", rep.Elapsed.Round(time.Second), strings.Join(rep.Files, ", "))
+	}
+	return 0
+}
+
+// defaultRuntime is libvptrace.a next to the hijack executable (make build
+// puts both in bin/), else bin/libvptrace.a.
+func defaultRuntime() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "libvptrace.a")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "bin/libvptrace.a"
+}
+
+func printTune(w io.Writer, rep *tune.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "T\tH\tsites\tblocks\tplain s\tinst s\tslowdown\trecall\tprecision\tcount err\t")
+	f := func(x float64, prec int) string {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "-"
+		}
+		return fmt.Sprintf("%.*f", prec, x)
+	}
+	for _, r := range rep.Results {
+		t, h := f(r.Config.Threshold, 2), tune.FormatSize(r.Config.PageSize)
+		if r.Config.Exact {
+			t, h = "exact", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t, h, r.Sites, r.Blocks,
+			f(tune.Median(r.Plain), 4), f(tune.Median(r.Inst), 4), f(r.Slowdown(), 2),
+			f(tune.Median(r.Recall), 4), f(tune.Median(r.Precision), 4), f(tune.Median(r.CountError), 3))
+	}
+	tw.Flush()
+}
+
+// tuneSingleDash accepts -link, -run, ... like --link.
+func tuneSingleDash(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, long := range []string{"link", "run", "threshold", "pagesize", "reps", "out", "rules", "param", "runtime",
+			"aslr", "timeout", "title", "keep", "quiet", "help"} {
+			if a == "-"+long || strings.HasPrefix(a, "-"+long+"=") {
+				a = "-" + a
+			}
+		}
+		out[i] = a
+	}
+	return out
+}
