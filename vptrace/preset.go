@@ -51,6 +51,7 @@ type objState struct {
 	id       uint64
 	suffix   string
 	ie       bool // initial-exec TLS (else local-exec)
+	exact    bool // exact mode: the runtime records every event
 	prog     *cfg.Program
 	analysis *loops.Analysis
 	live     map[*cfg.Graph]*cfg.Liveness
@@ -69,6 +70,9 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 		return err
 	}
 	threshold := params.Float("threshold")
+	if params.Bool("exact") {
+		st.exact = true
+	}
 	pagesize := params.Size("pagesize")
 	skipped := make(map[string]int)
 	for _, fn := range funcs {
@@ -226,6 +230,9 @@ func (st *objState) finish() error {
 		le.PutUint32(r[8:], symName)
 		le.PutUint32(r[12:], uint32(int32(s.symOff)))
 		kind := s.kind
+		if st.exact {
+			kind |= kindExact
+		}
 		if s.rep {
 			if b := s.acc.Mem.Base; b == x86asm.RSI || b == x86asm.ESI {
 				kind |= repSource

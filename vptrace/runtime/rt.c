@@ -57,6 +57,8 @@ _Static_assert(offsetof(struct vpt_thread, flags) == VT_FLAGS, "VT_FLAGS");
 _Static_assert(sizeof(struct vpt_event) == VPT_EV_SIZE, "event size");
 _Static_assert(offsetof(struct vpt_buf, ev) == VPT_BUF_HDR, "buffer header");
 _Static_assert(offsetof(struct vpt_hot_s, clock) == VH_CLOCK, "VH_CLOCK");
+_Static_assert(offsetof(struct vpt_hot_s, epoch) == VH_EPOCH, "VH_EPOCH");
+_Static_assert(offsetof(struct vpt_thread, cache) == VT_CACHE, "VT_CACHE");
 _Static_assert(sizeof(struct vpt_object) == 48, "vpt_object");
 _Static_assert(sizeof(struct vpt_site) == 32, "vpt_site");
 
@@ -1695,8 +1697,11 @@ void vptrace_start(void)
 {
 	if (init_normal() != ST_READY)
 		return;
-	if (!XCHG(&vpt_hot.active, 1))
+	if (!XCHG(&vpt_hot.active, 1)) {
+		/* pages recorded before the stop count again */
+		STORE(&vpt_hot.epoch, LOAD(&vpt_hot.epoch) + (1ull << 40));
 		note_chunk(VPTRACE_NOTE_START, sys_gettid(), 0, "vptrace_start");
+	}
 }
 
 void vptrace_stop(void)

@@ -11,6 +11,8 @@
 #define VT_END    8   /* end of the event array; cur >= end: batch path */
 #define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
 #define VT_FLAGS  20
+#define VT_CACHE  128 /* the recent-event cache: VPT_CACHE entries of (key, site) */
+#define VPT_CACHE 512 /* entries; the hash keeps 9 bits */
 
 #define VPT_EV_SIZE   24   /* struct vpt_event */
 #define VPT_BUF_HDR   128  /* events start at this offset in a buffer */
@@ -18,6 +20,7 @@
 /* vpt_hot: the one cache line the per-event path reads */
 #define VH_ACTIVE 0
 #define VH_CLOCK  8
+#define VH_EPOCH  16  /* added to cache keys; vptrace_start changes it */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -53,6 +56,11 @@ struct vpt_thread {
 	uint32_t tid;          /* 64 */
 	uint32_t pad;
 	char name[16];         /* 72: thread name at its first event */
+	uint64_t pad3[5];      /* 88 */
+	/* 128: events this thread recorded recently, (page+1 + epoch, site):
+	 * a site that comes back to a page it recorded lately is not recorded
+	 * again (sites of exact mode always are). */
+	uint64_t cache[2 * VPT_CACHE];
 };
 
 /* buffer states */
@@ -89,7 +97,8 @@ struct vpt_hot_s {
 	uint32_t active;         /* 0: 0 = stopped/disabled */
 	uint32_t pad;
 	uint64_t clock;          /* 8: ns since trace start, updated every clock tick */
-	uint64_t pad2[6];
+	uint64_t epoch;          /* 16: cache-key offset, changed by vptrace_start */
+	uint64_t pad2[5];
 };
 extern struct vpt_hot_s vpt_hot;
 

@@ -267,7 +267,7 @@ func checkSites(t *testing.T, tr *trace.Trace) {
 				seen[s.Function] = true
 				switch s.Function {
 				case "vt_global":
-					if s.Symbol != "vt_gbuf" || s.Seg != trace.SegGlobal || s.Kind != trace.KindWrite {
+					if s.Symbol != "vt_gbuf" || s.Seg != trace.SegGlobal || s.Kind&trace.KindRMW != trace.KindWrite {
 						t.Errorf("vt_global site: %+v", s)
 					}
 				case "vt_tls":
@@ -275,7 +275,7 @@ func checkSites(t *testing.T, tr *trace.Trace) {
 						t.Errorf("vt_tls site: %+v", s)
 					}
 				case "vt_rmw":
-					if s.Kind != trace.KindRMW || s.Where() != "vt_rmw+0x10" {
+					if s.Kind&trace.KindRMW != trace.KindRMW || s.Where() != "vt_rmw+0x10" {
 						t.Errorf("vt_rmw site: %+v %s", s, s.Where())
 					}
 				}

@@ -129,11 +129,28 @@ vpt_event:
 	movl %eax, %ecx                 /* cx: arithmetic flags */
 	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
 	je .Lret
-	movq vpt_hot+VH_CLOCK(%rip), %r8
 	movq 48(%rsp), %rsi             /* return address -> nopl site(%rip) */
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi         /* site = end of the nopl + disp32 */
 	movq vpt_t@gottpoff(%rip), %rdx
+	/* The recent-event cache: a (site, page) this thread recorded lately
+	 * is not recorded again, unless the site is of exact mode (kind bit 2). */
+	testb $4, 16(%rsi)
+	jnz 1f
+	movq %rdi, %rax
+	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key */
+	movq %rax, %r8
+	xorq %rsi, %r8
+	imulq $0x7f4a7c15, %r8, %r8
+	shrq $55, %r8                   /* 9 bits */
+	shlq $4, %r8
+	cmpq %rax, %fs:VT_CACHE(%rdx,%r8)
+	jne 2f
+	cmpq %rsi, %fs:VT_CACHE+8(%rdx,%r8)
+	je .Lret
+2:	movq %rax, %fs:VT_CACHE(%rdx,%r8)
+	movq %rsi, %fs:VT_CACHE+8(%rdx,%r8)
+1:	movq vpt_hot+VH_CLOCK(%rip), %r8
 	incl %fs:VT_DEPTH(%rdx)
 	movl $VPT_EV_SIZE, %eax
 	xaddq %rax, %fs:VT_CUR(%rdx)

@@ -106,6 +106,7 @@ const (
 	KindRead    Kind = 1
 	KindWrite   Kind = 2
 	KindRMW     Kind = 3
+	KindExact   Kind = 0x04 // a site of exact mode: the runtime recorded every event
 	KindRepSrc  Kind = 0x10
 	KindRepDest Kind = 0x20
 	KindRange   Kind = 0x40
@@ -122,6 +123,9 @@ func (k Kind) String() string {
 		s = "rmw"
 	default:
 		s = "unknown"
+	}
+	if k&KindExact != 0 {
+		s += ",exact"
 	}
 	if k&KindRepSrc != 0 {
 		s += ",rep-src"

@@ -45,7 +45,7 @@ vt_sites:
 	.long \func - vt_strs, \off
 	.long \sym
 	.long \symoff
-	.byte \kind, \seg
+	.byte (\kind | 4), \seg		/* kind bit 2: exact, every event recorded (the counts below assume it) */
 	.short \size
 	.long 1, 0, 1000000
 	.endm
