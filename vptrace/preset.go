@@ -253,6 +253,11 @@ func (st *objState) finish() error {
 			r[16] |= kindVec
 			le.PutUint32(r[24:], s.vec)
 		}
+		if s.kind&kindRange != 0 {
+			// A sweep's block field is its step when it exceeds a page
+			// (0: the range is contiguous).
+			le.PutUint32(r[24:], uint32(int32(s.stride)))
+		}
 		le.PutUint32(r[28:], uint32(s.score*1e6))
 	}
 	// The string table is complete only now that every site named its

@@ -65,6 +65,9 @@ type site struct {
 	// repAfter marks a repe/repne cmps or scas, which may stop early: its
 	// range is recorded after it runs.
 	repAfter bool
+	// stride is, for a sweep whose step exceeds a page, the step: the
+	// runtime records the page of every access from first to last.
+	stride int64
 }
 
 // relocRef is a relocation patching the displacement of the instrumented

@@ -18,8 +18,9 @@ import (
 // records the address of its first access when the loop is entered and, on
 // every exit, the range from it to the last access (Spindle's idea of
 // summarising affine loop accesses). With a step of at most a page every
-// page in between is touched, so the trace is exact; the per-iteration
-// cost disappears.
+// page in between is touched; with a larger step the runtime steps through
+// the accesses (site.stride). Either way the trace is exact and the
+// per-iteration cost disappears.
 type sweep struct {
 	site  *site
 	step  int64 // bytes per iteration (may be negative or zero)
@@ -147,7 +148,12 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 			}
 		}
 		if sw.step > 4096 || sw.step < -4096 {
-			return nil // pages in between might be skipped
+			// Pages in between are skipped: the runtime records each
+			// access's page, stepping from the first to the last.
+			if sw.step != int64(int32(sw.step)) {
+				return nil
+			}
+			st.stride = sw.step
 		}
 		if !siteBeforeDef {
 			sw.first = sw.step

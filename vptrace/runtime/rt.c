@@ -1426,6 +1426,20 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	uint64_t size = s->size ? s->size : 1;
+	int64_t step = (int32_t)s->block; /* sweeps with a step over a page: every access's page */
+	if (step > 4096 || step < -4096) {
+		uint64_t time = LOAD(&vpt_hot.clock), n;
+		uint64_t ustep = step < 0 ? (uint64_t)-step : (uint64_t)step;
+		uint64_t lo = first < last ? first : last, hi = first < last ? last : first;
+		n = (hi - lo) / ustep + 1;
+		if (n > REP_MAX_PAGES)
+			n = REP_MAX_PAGES;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t a = lo + i * ustep;
+			append_range(site, a >> 12, (a + size - 1) >> 12, time);
+		}
+		return;
+	}
 	uint64_t lo = first < last ? first : last, hi = (first < last ? last : first) + size - 1;
 	if ((hi >> 12) - (lo >> 12) >= REP_MAX_PAGES)
 		hi = lo + ((REP_MAX_PAGES - 1) << 12);

@@ -11,8 +11,8 @@
 #define VT_END    8   /* end of the event array; cur >= end: batch path */
 #define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
 #define VT_FLAGS  20
-#define VT_CACHE  128 /* the recent-event cache: VPT_CACHE entries of (key, site) */
-#define VPT_CACHE 512 /* entries; the hash keeps 9 bits */
+#define VT_CACHE  128 /* the recent-event cache: VPT_CACHE keys */
+#define VPT_CACHE 4096 /* entries; the hash keeps 12 bits */
 
 #define VPT_EV_SIZE   24   /* struct vpt_event */
 #define VPT_BUF_HDR   128  /* events start at this offset in a buffer */
@@ -57,10 +57,11 @@ struct vpt_thread {
 	uint32_t pad;
 	char name[16];         /* 72: thread name at its first event */
 	uint64_t pad3[5];      /* 88 */
-	/* 128: events this thread recorded recently, (page+1 + epoch, site):
-	 * a site that comes back to a page it recorded lately is not recorded
-	 * again (sites of exact mode always are). */
-	uint64_t cache[2 * VPT_CACHE];
+	/* 128: pages this thread recorded recently, as keys (page+1) << 2 |
+	 * read/write kind, plus the epoch: an access of the same kind to a page
+	 * recorded lately is not recorded again, whichever site it comes from
+	 * (sites of exact mode always are). */
+	uint64_t cache[VPT_CACHE];
 };
 
 /* buffer states */

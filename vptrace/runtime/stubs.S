@@ -133,23 +133,21 @@ vpt_event:
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi         /* site = end of the nopl + disp32 */
 	movq vpt_t@gottpoff(%rip), %rdx
-	/* The recent-event cache: a (site, page) this thread recorded lately
-	 * is not recorded again, unless the site is of exact mode (kind bit 2). */
-	testb $4, 16(%rsi)
+	/* The recent-page cache: an access of the same kind (read/write) to a
+	 * page this thread recorded lately is not recorded again, unless the
+	 * site is of exact mode (kind bit 2). */
+	movzbl 16(%rsi), %eax           /* kind */
+	testb $4, %al
 	jnz 1f
-	movq %rdi, %rax
-	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key */
-	movq %rax, %r8
-	xorq %rsi, %r8
-	imulq $0x7f4a7c15, %r8, %r8
-	shrq $55, %r8                   /* 9 bits */
-	shlq $4, %r8
-	cmpq %rax, %fs:VT_CACHE(%rdx,%r8)
-	jne 2f
-	cmpq %rsi, %fs:VT_CACHE+8(%rdx,%r8)
+	andl $3, %eax
+	leaq (%rax,%rdi,4), %rax
+	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key: (page+1) << 2 | kind, + epoch */
+	movabsq $0x9e3779b97f4a7c15, %r8    /* Fibonacci hashing: the top bits */
+	imulq %rax, %r8
+	shrq $52, %r8                   /* 12 bits */
+	cmpq %rax, %fs:VT_CACHE(%rdx,%r8,8)
 	je .Lret
-2:	movq %rax, %fs:VT_CACHE(%rdx,%r8)
-	movq %rsi, %fs:VT_CACHE+8(%rdx,%r8)
+	movq %rax, %fs:VT_CACHE(%rdx,%r8,8)
 1:	movq vpt_hot+VH_CLOCK(%rip), %r8
 	incl %fs:VT_DEPTH(%rdx)
 	movl $VPT_EV_SIZE, %eax
