@@ -26,7 +26,7 @@ const (
 const (
 	kindRead  = 1
 	kindWrite = 2
-	kindExact = 4 // exact mode: every event is recorded (no runtime cache)
+	kindExact = 4    // exact mode: every event is recorded (no runtime cache)
 	repSource = 0x10 // a rep string operation's source range, from rsi
 	repDest   = 0x20 // a rep string operation's destination range, from rdi
 	kindRange = 0x40 // a sweep: reported as one range per loop run (vpt_range)
