@@ -22,7 +22,10 @@ func objects(t *testing.T) []string {
 	dir := t.TempDir()
 	var objs []string
 	src := "../testdata/src/"
-	for _, c := range []struct{ cc, src string; flags []string }{
+	for _, c := range []struct {
+		cc, src string
+		flags   []string
+	}{
 		{"gcc", "kitchen.c", []string{"-O2", "-g"}},
 		{"gcc", "kitchen.c", []string{"-O1", "-g", "-gz"}}, // SHF_COMPRESSED debug sections
 		{"gcc", "kitchen.c", []string{"-O0", "-ffunction-sections", "-fdata-sections"}},

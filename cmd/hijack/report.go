@@ -37,7 +37,8 @@ A fork child writes its own file; give several files to see them all.
                   --kind reads|writes|all (hijack report --heatmap x.png -h)
 
 Counts are events: in the default mode an event is "this instruction moved
-to this page", in exact mode one access (see vptrace/FORMAT.md). A file
+to this page, which the thread had not recorded lately for this kind of
+access", in exact mode one access (see vptrace/FORMAT.md). A file
 still being written, or left by a killed process, is read up to its last
 complete chunk.
 `

@@ -1114,6 +1114,9 @@ static void child_fixup(int from_atfork)
 	fork_ppid = ppid;
 	STORE(&child_open, 1); /* created by the first chunk the child writes */
 	reset_slots();
+	/* The forking thread's recent-page cache holds pages the parent's
+	 * trace recorded: a new epoch, so that the child's trace records them. */
+	STORE(&vpt_hot.epoch, LOAD(&vpt_hot.epoch) + (1ull << 40));
 	if (from_atfork)
 		late_init();
 }

@@ -98,7 +98,7 @@ struct vpt_hot_s {
 	uint32_t active;         /* 0: 0 = stopped/disabled */
 	uint32_t pad;
 	uint64_t clock;          /* 8: ns since trace start, updated every clock tick */
-	uint64_t epoch;          /* 16: cache-key offset, changed by vptrace_start */
+	uint64_t epoch;          /* 16: cache-key offset, moved on by vptrace_start and in a fork child */
 	uint64_t pad2[5];
 };
 extern struct vpt_hot_s vpt_hot;

@@ -422,6 +422,51 @@ func TestFork(t *testing.T) {
 	}
 }
 
+// TestCache: sites without the exact bit go through the runtime's
+// per-thread recent-page cache; vt.c mirrors it (keys, hashing, epochs) and
+// the trace must match the mirror exactly: pages a thread recorded lately
+// for the same kind of access are dropped, other kinds and other threads
+// record, vptrace_start and a fork child start afresh.
+func TestCache(t *testing.T) {
+	r := runVT(t, nil, "cache")
+	mustOK(t, r)
+	var child, hits int
+	var childPath string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "C":
+			child, _ = strconv.Atoi(f[1])
+			childPath = f[2]
+		case len(f) == 2 && f[0] == "H":
+			hits, _ = strconv.Atoi(f[1])
+		}
+	}
+	if child == 0 {
+		t.Fatalf("no child line:\n%s", r.stdout)
+	}
+	// the second site's pass over 300 pages and the third pass of the
+	// first site hit the cache, and part of the second round of 9000 pages
+	if hits < 600 {
+		t.Errorf("the model expects %d cache hits, want at least 600", hits)
+	}
+	parent := expectations(t, r.stdout)
+	pt := load(t, r.trace)
+	compare(t, pt, parent)
+	checkClean(t, pt)
+	kids := expectTagged(t, r.stdout, "F")
+	ct := load(t, childPath)
+	compare(t, ct, kids)
+	if len(parent) != 2 || len(kids) != 1 {
+		t.Errorf("parent threads %d (want 2), child threads %d (want 1)", len(parent), len(kids))
+	}
+	for _, pages := range kids {
+		if len(pages) != 30 {
+			t.Errorf("the fork child recorded %d pages, want 30 (its own trace starts with an empty cache)", len(pages))
+		}
+	}
+}
+
 // TestForkQuiet: fork children that record nothing (one execs, one
 // exits) leave no trace file.
 func TestForkQuiet(t *testing.T) {

@@ -21,8 +21,15 @@
  *  12 vt_movsq_back rep source     read   (DF set: backwards)
  *  13 vt_movsq_back rep destination write
  *  14 vt_sweep     read, range (kind 0x40: vpt_range at loop exit, 8-byte loads)
+ *  15 vt_cread     read   heap    (default mode: the runtime's recent-page cache applies)
+ *  16 vt_cread2    read   heap    (default mode)
+ *  17 vt_cwrite    write  heap    (default mode)
+ *
+ * Sites 0-14 have kind bit 2 (exact) set, so that the runtime records every
+ * event they make and vt.c's counts stay simple; 15-17 do not, and vt.c
+ * models the runtime's per-thread cache for them.
  */
-#define NSITES 15
+#define NSITES 18
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -41,11 +48,11 @@ vt_object:
 
 	.globl vt_sites
 vt_sites:
-	.macro SITE func, off, sym, symoff, kind, seg, size
+	.macro SITE func, off, sym, symoff, kind, seg, size, exact=4
 	.long \func - vt_strs, \off
 	.long \sym
 	.long \symoff
-	.byte (\kind | 4), \seg		/* kind bit 2: exact, every event recorded (the counts below assume it) */
+	.byte (\kind | \exact), \seg	/* kind bit 2: exact, every event recorded (see above) */
 	.short \size
 	.long 1, 0, 1000000
 	.endm
@@ -64,6 +71,9 @@ vt_sites:
 	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x11, 0, 8
 	SITE s_movsqb, 0x14, 0xffffffff, 0, 0x22, 0, 8
 	SITE s_sweep, 0x10, 0xffffffff, 0, 0x41, 0, 8
+	SITE s_cread, 0x10, 0xffffffff, 0, 1, 0, 1, 0
+	SITE s_cread2, 0x10, 0xffffffff, 0, 1, 0, 1, 0
+	SITE s_cwrite, 0x10, 0xffffffff, 0, 2, 0, 1, 0
 
 vt_strs:
 	.byte 0
@@ -81,6 +91,9 @@ s_movsb: .asciz "vt_movsb"
 s_stosq: .asciz "vt_stosq"
 s_movsqb: .asciz "vt_movsq_back"
 s_sweep: .asciz "vt_sweep"
+s_cread: .asciz "vt_cread"
+s_cread2: .asciz "vt_cread2"
+s_cwrite: .asciz "vt_cwrite"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:
@@ -188,6 +201,30 @@ vt_tls:					/* void *vt_tls(void): reads vt_tvar, returns its address */
 	movq %rdi, %rax
 	ret
 	.size vt_tls, .-vt_tls
+
+	.globl vt_cread
+	.type vt_cread, @function
+vt_cread:				/* int vt_cread(const void *p) */
+	FAST 15, rax
+	movzbl (%rdi), %eax
+	ret
+	.size vt_cread, .-vt_cread
+
+	.globl vt_cread2
+	.type vt_cread2, @function
+vt_cread2:				/* int vt_cread2(const void *p) */
+	FAST 16, rsi
+	movzbl (%rdi), %eax
+	ret
+	.size vt_cread2, .-vt_cread2
+
+	.globl vt_cwrite
+	.type vt_cwrite, @function
+vt_cwrite:				/* void vt_cwrite(void *p) */
+	FAST 17, rdx
+	movb $3, (%rdi)
+	ret
+	.size vt_cwrite, .-vt_cwrite
 
 	.globl vt_exact
 	.type vt_exact, @function
