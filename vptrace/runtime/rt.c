@@ -1352,12 +1352,29 @@ out:
 	t->depth--;
 }
 
-/* Events for pages p0..p1 at one site (rep string operations). */
+/* The recent-page cache of the per-event path (stubs.S), for the pages of
+ * ranges: whether this thread recorded page p for this kind of access
+ * lately (then it is not recorded again); notes it if not. */
+static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
+{
+	uint64_t key = ((p + 1) << 2 | (kind & 3)) + LOAD(&vpt_hot.epoch);
+	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT;
+	if (t->cache[h] == key)
+		return 1;
+	t->cache[h] = key;
+	return 0;
+}
+
+/* Events for pages p0..p1 at one site (rep string operations, sweeps,
+ * vector accesses), but those the recent-page cache says this thread
+ * recorded lately (sites of exact mode: all). */
 static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 {
 	struct vpt_thread *t = &vpt_t;
 	uint64_t cur, end, p;
 	int nested, st;
+	unsigned kind = ((const struct vpt_site *)(uintptr_t)site)->kind;
+	int cached = !(kind & 4);
 
 	if (p1 < p0)
 		return;
@@ -1375,6 +1392,11 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 	t->end = 0; /* signal handlers' events now go to vpt_full: dropped */
 	for (p = p0;; p++) {
 		struct vpt_event *e;
+		if (cached && cache_seen(t, kind, p)) {
+			if (p == p1)
+				break;
+			continue;
+		}
 		if (end == 0 || cur + VPT_EV_SIZE > end) {
 			struct vpt_buf *b;
 			if (end != 0 && nested) {

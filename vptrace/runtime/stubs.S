@@ -144,7 +144,7 @@ vpt_event:
 	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key: (page+1) << 2 | kind, + epoch */
 	movabsq $0x9e3779b97f4a7c15, %r8    /* Fibonacci hashing: the top bits */
 	imulq %rax, %r8
-	shrq $52, %r8                   /* 12 bits */
+	shrq $VPT_CACHE_SHIFT, %r8      /* the top bits: VPT_CACHE entries */
 	cmpq %rax, %fs:VT_CACHE(%rdx,%r8,8)
 	je .Lret
 	movq %rax, %fs:VT_CACHE(%rdx,%r8,8)

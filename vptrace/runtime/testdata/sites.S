@@ -24,12 +24,13 @@
  *  15 vt_cread     read   heap    (default mode: the runtime's recent-page cache applies)
  *  16 vt_cread2    read   heap    (default mode)
  *  17 vt_cwrite    write  heap    (default mode)
+ *  18 vt_csweep    read, range (as 14, default mode)
  *
  * Sites 0-14 have kind bit 2 (exact) set, so that the runtime records every
  * event they make and vt.c's counts stay simple; 15-17 do not, and vt.c
  * models the runtime's per-thread cache for them.
  */
-#define NSITES 18
+#define NSITES 19
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -74,6 +75,7 @@ vt_sites:
 	SITE s_cread, 0x10, 0xffffffff, 0, 1, 0, 1, 0
 	SITE s_cread2, 0x10, 0xffffffff, 0, 1, 0, 1, 0
 	SITE s_cwrite, 0x10, 0xffffffff, 0, 2, 0, 1, 0
+	SITE s_csweep, 0x10, 0xffffffff, 0, 0x41, 0, 8, 0
 
 vt_strs:
 	.byte 0
@@ -94,6 +96,7 @@ s_sweep: .asciz "vt_sweep"
 s_cread: .asciz "vt_cread"
 s_cread2: .asciz "vt_cread2"
 s_cwrite: .asciz "vt_cwrite"
+s_csweep: .asciz "vt_csweep"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:
@@ -288,10 +291,11 @@ vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
 
 /* a sweep summarised per loop run: the entry stores the first address in
  * the site's slot, the exit hands first and last to vpt_range */
-	.globl vt_sweep
-	.type vt_sweep, @function
-vt_sweep:				/* long vt_sweep(const char *p, long n >= 1, long step) */
-	movq %rdi, %fs:vt_slots@tpoff+8*14
+	.macro SWEEPFN name, k
+	.globl \name
+	.type \name, @function
+\name:					/* long name(const char *p, long n >= 1, long step) */
+	movq %rdi, %fs:vt_slots@tpoff+8*\k
 	xorl %eax, %eax
 	movq %rdi, %r8
 	movq %rsi, %rcx
@@ -301,14 +305,18 @@ vt_sweep:				/* long vt_sweep(const char *p, long n >= 1, long step) */
 	jnz 1b
 	subq %rdx, %r8			/* the last address */
 	leaq -128(%rsp), %rsp
-	pushq %fs:vt_slots@tpoff+8*14	/* first */
+	pushq %fs:vt_slots@tpoff+8*\k	/* first */
 	pushq %r8			/* last */
 	call vpt_range
-	nopl vt_sites+32*14(%rip)
+	nopl vt_sites+32*\k(%rip)
 	leaq 16(%rsp), %rsp
 	leaq 128(%rsp), %rsp
 	ret
-	.size vt_sweep, .-vt_sweep
+	.size \name, .-\name
+	.endm
+
+	SWEEPFN vt_sweep, 14
+	SWEEPFN vt_csweep, 18
 
 	.globl vt_movsq_back
 	.type vt_movsq_back, @function

@@ -40,14 +40,15 @@ long vt_sweep(const char *p, long n, long step);
 int vt_cread(const void *p);
 int vt_cread2(const void *p);
 void vt_cwrite(void *p);
+long vt_csweep(const char *p, long n, long step);
 extern char vt_gbuf[];
 
-#define NSITES 18
-static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2};
+#define NSITES 19
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1};
 /* exact: no last-page slot (the EXACT sequence, or not a FAST site) */
-static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1};
 /* cached: the site lacks the exact bit, the runtime's recent-page cache applies */
-static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1};
+static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1};
 
 /* ---- expectations ---- */
 
@@ -77,7 +78,7 @@ static struct sim *cursim(void)
 }
 
 /* The runtime's per-thread recent-page cache (rt.h, stubs.S), mirrored:
- * direct-mapped, 4096 keys ((page+1) << 2 | read/write kind) + epoch,
+ * direct-mapped, 16384 keys ((page+1) << 2 | read/write kind) + epoch,
  * Fibonacci hashing; the epoch moves on by 1 << 40 at each vptrace_start
  * that restarts tracing, and in a fork child. */
 static __thread uint64_t *tcache;
@@ -87,9 +88,9 @@ static long g_cache_hits; /* events the model expects the cache to drop */
 static int cache_hit(uint64_t p1, int kind)
 {
 	if (!tcache)
-		tcache = calloc(4096, sizeof(uint64_t));
+		tcache = calloc(16384, sizeof(uint64_t));
 	uint64_t key = (p1 << 2 | (uint64_t)(kind & 3)) + g_epoch;
-	uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 52;
+	uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 50;
 	if (tcache[h] == key) {
 		__sync_fetch_and_add(&g_cache_hits, 1);
 		return 1;
@@ -214,6 +215,13 @@ static void SWEEP(const char *p, long n, long step)
 	const char *last = p + (n - 1) * step, *lo = step < 0 ? last : p, *hi = step < 0 ? p : last;
 	vt_sweep(p, n, step);
 	rec_range(14, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+}
+/* the same through a site the runtime's cache applies to */
+static void CSWEEP(const char *p, long n, long step)
+{
+	const char *last = p + (n - 1) * step, *lo = step < 0 ? last : p, *hi = step < 0 ? p : last;
+	vt_csweep(p, n, step);
+	rec_range(18, (uintptr_t)lo, (size_t)(hi - lo) + 8);
 }
 
 /* rep string operations (vpt_rep) and sweeps (vpt_range): short and long
@@ -516,6 +524,11 @@ static int cachetest(void)
 			CR(big + (size_t)i * 4096);
 	for (int i = 0; i < 30; i++)
 		CR2(b + i * 4096);
+	/* ranges (sweeps, rep, vector accesses) go through the cache too */
+	CSWEEP(b, 300, 4096);  /* pages 0-299: read lately, or evicted by the round above */
+	CSWEEP(b, 300, 4096);  /* all cached now */
+	for (int i = 0; i < 50; i++)
+		CSWEEP(big + (size_t)(i * 97 % 9000) * 4096, 40, 512);
 	printf("H %ld\n", g_cache_hits);
 	dump();
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
