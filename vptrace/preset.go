@@ -255,8 +255,14 @@ func (st *objState) finish() error {
 		}
 		if s.kind&kindRange != 0 {
 			// A sweep's block field is its step when it exceeds a page
-			// (0: the range is contiguous).
+			// (0: the range is contiguous); with a register step, the
+			// register's number in the top byte and the multiplier, a
+			// signed 24-bit number, below it.
 			le.PutUint32(r[24:], uint32(int32(s.stride)))
+			if d := s.dynStep; d != nil {
+				r[16] |= kindDyn
+				le.PutUint32(r[24:], uint32(d.reg)<<24|uint32(d.mult)&0xffffff)
+			}
 		}
 		le.PutUint32(r[28:], uint32(s.score*1e6))
 	}

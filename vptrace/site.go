@@ -27,6 +27,7 @@ const (
 	kindRead  = 1
 	kindWrite = 2
 	kindExact = 4    // exact mode: every event is recorded (no runtime cache)
+	kindDyn   = 8    // a sweep whose step is a register times a constant (vpt_range_dyn)
 	repSource = 0x10 // a rep string operation's source range, from rsi
 	repDest   = 0x20 // a rep string operation's destination range, from rdi
 	kindRange = 0x40 // a sweep: reported as one range per loop run (vpt_range)
@@ -68,6 +69,15 @@ type site struct {
 	// stride is, for a sweep whose step exceeds a page, the step: the
 	// runtime records the page of every access from first to last.
 	stride int64
+	// dynStep, for a sweep, is a step the runtime reads from a register.
+	dynStep *dynStep
+}
+
+// dynStep is the step of a sweep as a loop-invariant register times a
+// constant, in bytes.
+type dynStep struct {
+	reg  effect.Reg
+	mult int64
 }
 
 // relocRef is a relocation patching the displacement of the instrumented

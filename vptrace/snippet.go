@@ -103,12 +103,12 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
 	s.kind |= kindRange
-	put := func(e edgePoint, delta int64, exit bool) error {
+	put := func(e edgePoint, delta int64, exit bool, adj int64) error {
 		live := lv.Before(e.inst)
 		if e.after {
 			live = lv.After(e.inst)
 		}
-		sn, err := st.sweepCode(s, k, live.Regs, delta, exit)
+		sn, err := st.sweepCode(s, k, live.Regs, delta, exit, adj)
 		if err != nil {
 			return err
 		}
@@ -117,13 +117,24 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		}
 		return sec.InsertBefore(e.inst, sn)
 	}
+	// With a register step, the exits tell the runtime whether the first
+	// access is one step after the address stored at entry (bit 0) and
+	// whether the last is one step before the address at the exit (bit 1).
+	var firstAdj int64
+	if sw.firstStep {
+		firstAdj = 1
+	}
 	for _, e := range sw.entries {
-		if err := put(e, sw.first, false); err != nil {
+		if err := put(e, sw.first, false, 0); err != nil {
 			return err
 		}
 	}
 	for _, e := range sw.exits {
-		if err := put(e.edgePoint, e.last, true); err != nil {
+		adj := firstAdj
+		if e.backStep {
+			adj |= 2
+		}
+		if err := put(e.edgePoint, e.last, true, adj); err != nil {
 			return err
 		}
 	}
@@ -263,8 +274,9 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 }
 
 // sweepCode builds the entry (exit false) or exit code of sweep site k.
-// It changes no flags.
-func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int64, exit bool) (*ibr.Snippet, error) {
+// It changes no flags. adj is what the exit of a sweep with a register
+// step pushes for vpt_range_dyn (ABI.md).
+func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int64, exit bool, adj int64) (*ibr.Snippet, error) {
 	b := st.b
 	need := 1
 	if exit {
@@ -273,7 +285,12 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 	if st.ie {
 		need++
 	}
-	free, borrowed, err := pickRegs(need, liveRegs, 1<<effect.RSP, 0)
+	reserved := effect.RegSet(1 << effect.RSP)
+	if s.dynStep != nil {
+		// the runtime reads the step register at the call: not a scratch
+		reserved |= 1 << s.dynStep.reg
+	}
+	free, borrowed, err := pickRegs(need, liveRegs, reserved, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -308,11 +325,18 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		b.MovQ(slot, T)
 		b.PushQ(T) // first address
 		b.PushQ(S) // last address
-		b.CallSym("vpt_range")
+		pushed := int32(16)
+		if s.dynStep != nil {
+			b.PushQ(snippet.Imm(adj))
+			b.CallSym("vpt_range_dyn")
+			pushed += 8
+		} else {
+			b.CallSym("vpt_range")
+		}
 		label = "site0"
 		b.Label(label)
 		b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
-		b.LeaQ(snippet.Mem(snippet.RSP, 16), snippet.RSP)
+		b.LeaQ(snippet.Mem(snippet.RSP, pushed), snippet.RSP)
 	}
 	for i := len(borrowed) - 1; i >= 0; i-- {
 		b.PopQ(snippetRegs[borrowed[i]])

@@ -21,10 +21,18 @@ import (
 // page in between is touched; with a larger step the runtime steps through
 // the accesses (site.stride). Either way the trace is exact and the
 // per-iteration cost disappears.
+//
+// The step may also be a loop-invariant register times a constant (a
+// column walk down a matrix whose row length is known at run time): then
+// the runtime reads the register when the loop exits and the adjustments
+// of the first and last addresses by one step are made there (dynStep).
 type sweep struct {
 	site  *site
 	step  int64 // bytes per iteration (may be negative or zero)
 	first int64 // added to the address computed at entry to get the first access
+	// firstStep: with a register step, the first access is one step after
+	// the address computed at entry.
+	firstStep bool
 	// entries and exits are the edges where code goes.
 	entries []edgePoint
 	exits   []exitPoint
@@ -40,6 +48,9 @@ type edgePoint struct {
 type exitPoint struct {
 	edgePoint
 	last int64 // added to the address computed at the exit to get the last access
+	// backStep: with a register step, the last access is one step before
+	// the address computed at the exit.
+	backStep bool
 }
 
 // loopInfo is what sweep detection needs of one loop.
@@ -118,13 +129,19 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	}
 	var def int
 	var siteBeforeDef bool
+	var dyn *dynStep
 	if iv != 0xff {
 		def = li.defAt[iv]
 		c, ok := ivStep(g.Sec, def, iv)
-		if !ok {
-			return nil
+		if ok {
+			sw.step = c * scale
+		} else {
+			inv, mult, ok := ivRegStep(g.Sec, def, iv)
+			if !ok || li.defs[inv] != 0 || inv == iv {
+				return nil
+			}
+			dyn = &dynStep{reg: inv, mult: mult * scale}
 		}
-		sw.step = c * scale
 		db := g.BlockOf(def)
 		if depthIn(l, db.Index) {
 			return nil
@@ -157,6 +174,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		}
 		if !siteBeforeDef {
 			sw.first = sw.step
+			sw.firstStep = dyn != nil
 		}
 	}
 	// Entries: edges into the header from outside.
@@ -192,6 +210,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 				db := g.BlockOf(def)
 				if db == xb || loops.Dominates(li.idom, li.index[db.Index], li.index[x]) {
 					e.last = -sw.step
+					e.backStep = dyn != nil
 				}
 			}
 			sw.exits = append(sw.exits, e)
@@ -200,6 +219,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	if len(sw.entries) == 0 || len(sw.exits) == 0 {
 		return nil
 	}
+	st.dynStep = dyn
 	return sw
 }
 
@@ -309,6 +329,48 @@ func ivStep(s *ibr.Section, i int, r effect.Reg) (int64, bool) {
 		return m.Disp, true
 	}
 	return 0, false
+}
+
+// ivRegStep recognises a definition of r that adds a register times a
+// constant: add/sub %inv, %r, or lea (%r,%inv,s), %r (64-bit registers).
+func ivRegStep(s *ibr.Section, i int, r effect.Reg) (inv effect.Reg, mult int64, ok bool) {
+	a := s.Asm(i)
+	reg := x86asm.RAX + x86asm.Reg(r)
+	gpr64 := func(x x86asm.Reg) (effect.Reg, bool) {
+		if x < x86asm.RAX || x > x86asm.R15 || x == x86asm.RSP {
+			return 0, false
+		}
+		return effect.Reg(x - x86asm.RAX), true
+	}
+	switch a.Op {
+	case x86asm.ADD, x86asm.SUB:
+		src, isReg := a.Args[1].(x86asm.Reg)
+		if a.Args[0] != reg || !isReg {
+			return 0, 0, false
+		}
+		n, ok := gpr64(src)
+		if !ok {
+			return 0, 0, false
+		}
+		if a.Op == x86asm.SUB {
+			return n, -1, true
+		}
+		return n, 1, true
+	case x86asm.LEA:
+		m, isMem := a.Args[1].(x86asm.Mem)
+		if a.Args[0] != reg || !isMem || m.Segment != 0 || m.Disp != 0 {
+			return 0, 0, false
+		}
+		switch {
+		case m.Base == reg && m.Index != 0:
+			n, ok := gpr64(m.Index)
+			return n, int64(m.Scale), ok
+		case m.Index == reg && m.Scale == 1 && m.Base != 0:
+			n, ok := gpr64(m.Base)
+			return n, 1, ok
+		}
+	}
+	return 0, 0, false
 }
 
 // edgeTo returns where code for the edge from block p to block t goes: on

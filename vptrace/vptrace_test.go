@@ -142,11 +142,14 @@ func TestSweepsExact(t *testing.T) {
 			if len(missing) > 0 || len(extra) > 0 {
 				t.Fatalf("%d pages expected, %d traced: missing %v, extra %v", len(want), len(got), head(missing), head(extra))
 			}
-			sweeps := 0
+			sweeps, dyn := 0, 0
 			for _, o := range tr.Objects {
 				for _, r := range o.Sites {
 					if r.Kind&trace.KindRange != 0 {
 						sweeps++
+					}
+					if r.Kind&trace.KindDynStep != 0 {
+						dyn++
 					}
 				}
 			}
@@ -156,7 +159,11 @@ func TestSweepsExact(t *testing.T) {
 			if opt != "-O0" && sweeps < 2 {
 				t.Errorf("%d sweep sites, want at least 2", sweeps)
 			}
-			t.Logf("%d pages, all traced, none extra; %d sweep sites", len(want), sweeps)
+			// strided's step is its stride parameter, in a register
+			if opt != "-O0" && dyn < 1 {
+				t.Errorf("%d sweep sites with a register step, want at least 1", dyn)
+			}
+			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step", len(want), sweeps, dyn)
 		})
 	}
 }

@@ -79,6 +79,7 @@ void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64
 void vpt_range_c(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
 void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base) HIDDEN;
 void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0) HIDDEN;
+void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through this. */
 extern void vptGoAnchor(void);
@@ -1445,13 +1446,13 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
  * means a corrupt count, and the instruction faults anyway */
 #define REP_MAX_PAGES (1ull << 26)
 
-/* vpt_range's general case (stubs.S, all registers saved): a sweep site's
- * accesses from first to last (either order), each of the site's size. */
-void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
+/* A sweep site's accesses from first to last (either order), each of the
+ * site's size, step bytes apart: every page in between when the step is at
+ * most a page, else each access's page. */
+static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t step)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	uint64_t size = s->size ? s->size : 1;
-	int64_t step = (int32_t)s->block; /* sweeps with a step over a page: every access's page */
 	if (step > 4096 || step < -4096) {
 		uint64_t time = LOAD(&vpt_hot.clock), n;
 		uint64_t ustep = step < 0 ? (uint64_t)-step : (uint64_t)step;
@@ -1469,6 +1470,34 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
 	if ((hi >> 12) - (lo >> 12) >= REP_MAX_PAGES)
 		hi = lo + ((REP_MAX_PAGES - 1) << 12);
 	append_range(site, lo >> 12, hi >> 12, LOAD(&vpt_hot.clock));
+}
+
+/* vpt_range's general case (stubs.S, all registers saved); the site's
+ * block field is the step when it exceeds a page. */
+void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	range_record(site, first, last, (int32_t)s->block);
+}
+
+/* vpt_range_dyn (FULLSTUB): a sweep whose step is a register times a
+ * constant (kind bit 3; block: the register's number in the top byte, the
+ * multiplier as a signed 24-bit number below). The caller pushed first,
+ * last and adj: regs[18] is adj, regs[19] last, regs[20] first. adj bit 0:
+ * the first access is one step after first; bit 1: the last is one step
+ * before last. */
+void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	(void)state;
+	int64_t mult = (int64_t)((int32_t)(s->block << 8) >> 8);
+	int64_t step = (int64_t)regs[(s->block >> 24) & 15] * mult;
+	uint64_t first = regs[20], last = regs[19];
+	if (adj & 1)
+		first += (uint64_t)step;
+	if (adj & 2)
+		last -= (uint64_t)step;
+	range_record(site, first, last, step);
 }
 
 /* vpt_rep's general case (stubs.S, all registers saved): the site's range

@@ -423,7 +423,7 @@ vpt_range:
 	.size vpt_range, .-vpt_range
 
 /*
- * vpt_vec and vpt_rep_after: the whole-machine-state path. The caller
+ * vpt_vec, vpt_rep_after and vpt_range_dyn: the whole-machine-state path. The caller
  * stepped over the red zone and pushed one argument (vpt_vec: the base
  * address of a vector access; vpt_rep_after: rcx before a repe/repne
  * string instruction) and calls with nopl site(%rip) after the call. The
@@ -503,6 +503,7 @@ vpt_range:
 
 	FULLSTUB vpt_vec, vpt_vec_c
 	FULLSTUB vpt_rep_after, vpt_rep_after_c
+	FULLSTUB vpt_range_dyn, vpt_range_dyn_c
 
 /*
  * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|

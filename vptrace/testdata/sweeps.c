@@ -9,7 +9,7 @@ long fill(long *a, long n) {          /* sweep: a[i], step 8 */
 	return a[n - 1];
 }
 
-long strided(const char *p, long n, long stride) { /* step is a register: per access */
+long strided(const char *p, long n, long stride) { /* sweep with a register step */
 	long s = 0;
 	for (long i = 0; i < n; i += stride)
 		s += p[i];

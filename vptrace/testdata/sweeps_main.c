@@ -26,6 +26,8 @@ int main(void) {
 	printf("strided %ld\n", strided(c + 100, (1 << 22) - 100, 4096 * 3));
 	for (long i = 100; i < (1 << 22); i += 4096 * 3)
 		pages(c + i, 1);
+	printf("strided %ld\n", strided(c + (1 << 21), 40000, 24)); /* within pages: all of them */
+	pages(c + (1 << 21), 40000 - 23);
 
 	int *b = calloc(200001, sizeof *b);
 	printf("backwards %ld\n", backwards(b, 200001));

@@ -96,6 +96,7 @@ const (
 )
 
 // Kind is vpt_site.kind: bit 0 read, bit 1 write (both: read-modify-write),
+// bit 2 exact mode, bit 3 a sweep whose step is a register (with bit 6),
 // bit 4 a rep string operation's source range (from rsi), bit 5 its
 // destination range (from rdi), bit 6 a sweep recorded as one range per
 // loop run.
@@ -107,6 +108,7 @@ const (
 	KindWrite   Kind = 2
 	KindRMW     Kind = 3
 	KindExact   Kind = 0x04 // a site of exact mode: the runtime recorded every event
+	KindDynStep Kind = 0x08 // a sweep whose step the runtime read from a register
 	KindRepSrc  Kind = 0x10
 	KindRepDest Kind = 0x20
 	KindRange   Kind = 0x40
@@ -135,6 +137,9 @@ func (k Kind) String() string {
 	}
 	if k&KindRange != 0 {
 		s += ",range"
+	}
+	if k&KindDynStep != 0 {
+		s += ",register-step"
 	}
 	return s
 }

@@ -25,12 +25,14 @@
  *  16 vt_cread2    read   heap    (default mode)
  *  17 vt_cwrite    write  heap    (default mode)
  *  18 vt_csweep    read, range (as 14, default mode)
+ *  19 vt_dsweep    read, range with a register step (kind 0x48: vpt_range_dyn; rdx x 1)
+ *  20 vt_dsweep_back read, range with a register step (rdx x -1, the access after the step)
  *
  * Sites 0-14 have kind bit 2 (exact) set, so that the runtime records every
  * event they make and vt.c's counts stay simple; 15-17 do not, and vt.c
  * models the runtime's per-thread cache for them.
  */
-#define NSITES 19
+#define NSITES 21
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -49,13 +51,13 @@ vt_object:
 
 	.globl vt_sites
 vt_sites:
-	.macro SITE func, off, sym, symoff, kind, seg, size, exact=4
+	.macro SITE func, off, sym, symoff, kind, seg, size, exact=4, block=0
 	.long \func - vt_strs, \off
 	.long \sym
 	.long \symoff
 	.byte (\kind | \exact), \seg	/* kind bit 2: exact, every event recorded (see above) */
 	.short \size
-	.long 1, 0, 1000000
+	.long 1, \block, 1000000
 	.endm
 	SITE s_read, 0x10, 0xffffffff, 0, 1, 0, 1
 	SITE s_write, 0x10, 0xffffffff, 0, 2, 0, 1
@@ -76,6 +78,8 @@ vt_sites:
 	SITE s_cread2, 0x10, 0xffffffff, 0, 1, 0, 1, 0
 	SITE s_cwrite, 0x10, 0xffffffff, 0, 2, 0, 1, 0
 	SITE s_csweep, 0x10, 0xffffffff, 0, 0x41, 0, 8, 0
+	SITE s_dsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02000001
+	SITE s_dsweepb, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02ffffff
 
 vt_strs:
 	.byte 0
@@ -97,6 +101,8 @@ s_cread: .asciz "vt_cread"
 s_cread2: .asciz "vt_cread2"
 s_cwrite: .asciz "vt_cwrite"
 s_csweep: .asciz "vt_csweep"
+s_dsweep: .asciz "vt_dsweep"
+s_dsweepb: .asciz "vt_dsweep_back"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:
@@ -317,6 +323,54 @@ vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
 
 	SWEEPFN vt_sweep, 14
 	SWEEPFN vt_csweep, 18
+
+/* sweeps whose step is a register (rdx), as the preset emits them for
+ * add %rdx, %r8 (the access before the step: the exit's address is one
+ * step past the last access, adj bit 1) and sub %rdx, %r8 (the access
+ * after it: the first access is one step from the entry's address, bit 0) */
+	.globl vt_dsweep
+	.type vt_dsweep, @function
+vt_dsweep:				/* long vt_dsweep(const char *p, long n >= 1, long step) */
+	movq %rdi, %fs:vt_slots@tpoff+8*19
+	xorl %eax, %eax
+	movq %rdi, %r8
+	movq %rsi, %rcx
+1:	addq (%r8), %rax
+	addq %rdx, %r8
+	decq %rcx
+	jnz 1b
+	leaq -128(%rsp), %rsp
+	pushq %fs:vt_slots@tpoff+8*19	/* first */
+	pushq %r8			/* one step past the last */
+	pushq $2
+	call vpt_range_dyn
+	nopl vt_sites+32*19(%rip)
+	leaq 24(%rsp), %rsp
+	leaq 128(%rsp), %rsp
+	ret
+	.size vt_dsweep, .-vt_dsweep
+
+	.globl vt_dsweep_back
+	.type vt_dsweep_back, @function
+vt_dsweep_back:				/* long vt_dsweep_back(const char *p, long n >= 1, long step): reads p-step, p-2*step, ... */
+	movq %rdi, %fs:vt_slots@tpoff+8*20
+	xorl %eax, %eax
+	movq %rdi, %r8
+	movq %rsi, %rcx
+1:	subq %rdx, %r8
+	addq (%r8), %rax
+	decq %rcx
+	jnz 1b
+	leaq -128(%rsp), %rsp
+	pushq %fs:vt_slots@tpoff+8*20	/* one step before the first */
+	pushq %r8			/* the last */
+	pushq $1
+	call vpt_range_dyn
+	nopl vt_sites+32*20(%rip)
+	leaq 24(%rsp), %rsp
+	leaq 128(%rsp), %rsp
+	ret
+	.size vt_dsweep_back, .-vt_dsweep_back
 
 	.globl vt_movsq_back
 	.type vt_movsq_back, @function

@@ -41,12 +41,14 @@ int vt_cread(const void *p);
 int vt_cread2(const void *p);
 void vt_cwrite(void *p);
 long vt_csweep(const char *p, long n, long step);
+long vt_dsweep(const char *p, long n, long step);
+long vt_dsweep_back(const char *p, long n, long step);
 extern char vt_gbuf[];
 
-#define NSITES 19
-static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1};
+#define NSITES 21
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 1};
 /* exact: no last-page slot (the EXACT sequence, or not a FAST site) */
-static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1};
 /* cached: the site lacks the exact bit, the runtime's recent-page cache applies */
 static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1};
 
@@ -216,6 +218,29 @@ static void SWEEP(const char *p, long n, long step)
 	vt_sweep(p, n, step);
 	rec_range(14, (uintptr_t)lo, (size_t)(hi - lo) + 8);
 }
+/* sweeps with a register step (vpt_range_dyn): n 8-byte reads at p,
+ * p+step, ... (DSWEEP) or p-step, p-2*step, ... (DSWEEP_BACK); steps over
+ * a page record each access's pages, others every page in between */
+static void rec_steps(int site, const char *first, long n, long step)
+{
+	if (step > 4096 || step < -4096) {
+		for (long i = 0; i < n; i++)
+			rec_range(site, (uintptr_t)(first + i * step), 8);
+		return;
+	}
+	const char *last = first + (n - 1) * step, *lo = step < 0 ? last : first, *hi = step < 0 ? first : last;
+	rec_range(site, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+}
+static void DSWEEP(const char *p, long n, long step)
+{
+	vt_dsweep(p, n, step);
+	rec_steps(19, p, n, step);
+}
+static void DSWEEP_BACK(const char *p, long n, long step)
+{
+	vt_dsweep_back(p, n, step);
+	rec_steps(20, p - step, n, -step);
+}
 /* the same through a site the runtime's cache applies to */
 static void CSWEEP(const char *p, long n, long step)
 {
@@ -236,6 +261,13 @@ static int reptest(void)
 	SWEEP(a + 100, 50, 0);                    /* step 0 */
 	for (int i = 0; i < 2000; i++)
 		SWEEP(a + (i % 500) * 4096, 10, 8);
+	DSWEEP(a, 1, 8);                          /* one access */
+	DSWEEP(a + 100, 200, 64);                 /* 4 pages */
+	DSWEEP(a + 4093, 100, 4097);              /* over a page: each access, some straddle */
+	DSWEEP(a + 4096 * 500, 50, -8200);        /* backwards, every other page */
+	DSWEEP(a + 4096 * 10, 30, 0);             /* step 0 */
+	DSWEEP_BACK(a + 4096 * 300, 80, 4096 * 3);  /* sub: every third page, downwards */
+	DSWEEP_BACK(a + 4096 * 300, 100, -40);    /* sub of a negative step: upwards */
 	MOVSB(b, a, 100);                      /* one page each */
 	MOVSB(b + 4000, a + 4090, 200);        /* straddles */
 	MOVSB(b, a, 0);                        /* nothing */
