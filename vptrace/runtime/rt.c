@@ -1359,7 +1359,7 @@ out:
 static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
 {
 	uint64_t key = ((p + 1) << 2 | (kind & 3)) + LOAD(&vpt_hot.epoch);
-	uint64_t h = (key ^ key >> VPT_CACHE_FOLD) & (VPT_CACHE - 1);
+	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT;
 	if (t->cache[h] == key)
 		return 1;
 	t->cache[h] = key;

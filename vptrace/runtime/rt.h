@@ -13,8 +13,7 @@
 #define VT_FLAGS  20
 #define VT_CACHE  128 /* the recent-event cache: VPT_CACHE keys */
 #define VPT_CACHE 16384 /* entries */
-#define VPT_CACHE_FOLD 14 /* slot: (key ^ key >> 14) & (VPT_CACHE - 1): neighbouring
-                            pages share cache lines, pages 64 MiB apart do not collide */
+#define VPT_CACHE_SHIFT 50 /* the hash keeps the top 14 bits of key * 0x9e3779b97f4a7c15 */
 
 #define VPT_EV_SIZE   24   /* struct vpt_event */
 #define VPT_BUF_HDR   128  /* events start at this offset in a buffer */

@@ -142,10 +142,9 @@ vpt_event:
 	andl $3, %eax
 	leaq (%rax,%rdi,4), %rax
 	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key: (page+1) << 2 | kind, + epoch */
-	movq %rax, %r8                  /* slot: (key ^ key >> 14) & (VPT_CACHE - 1) */
-	shrq $VPT_CACHE_FOLD, %r8
-	xorq %rax, %r8
-	andl $(VPT_CACHE - 1), %r8d
+	movabsq $0x9e3779b97f4a7c15, %r8    /* Fibonacci hashing: the top bits */
+	imulq %rax, %r8
+	shrq $VPT_CACHE_SHIFT, %r8      /* the top bits: VPT_CACHE entries */
 	cmpq %rax, %fs:VT_CACHE(%rdx,%r8,8)
 	je .Lret
 	movq %rax, %fs:VT_CACHE(%rdx,%r8,8)

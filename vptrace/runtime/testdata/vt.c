@@ -81,7 +81,7 @@ static struct sim *cursim(void)
 
 /* The runtime's per-thread recent-page cache (rt.h, stubs.S), mirrored:
  * direct-mapped, 16384 keys ((page+1) << 2 | read/write kind) + epoch,
- * slot (key ^ key >> 14) mod 16384; the epoch moves on by 1 << 40 at each vptrace_start
+ * Fibonacci hashing; the epoch moves on by 1 << 40 at each vptrace_start
  * that restarts tracing, and in a fork child. */
 static __thread uint64_t *tcache;
 static uint64_t g_epoch;
@@ -92,7 +92,7 @@ static int cache_hit(uint64_t p1, int kind)
 	if (!tcache)
 		tcache = calloc(16384, sizeof(uint64_t));
 	uint64_t key = (p1 << 2 | (uint64_t)(kind & 3)) + g_epoch;
-	uint64_t h = (key ^ key >> 14) & 16383;
+	uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 50;
 	if (tcache[h] == key) {
 		__sync_fetch_and_add(&g_cache_hits, 1);
 		return 1;
