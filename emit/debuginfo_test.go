@@ -671,11 +671,13 @@ func dwPrepareGdb(t *testing.T, dir string, c dwConfig, src string, p *dwPadded)
 	// instructions of every function in place.
 	gp := dwPadObject(t, p.in, 2, 7, 2)
 	dwWriteFile(t, dir, "gdb.o", gp.out)
-	dwRunAll(t, dir, []string{c.cc, "in.o", "-o", "orig"}, []string{c.cc, "gdb.o", "-o", "new"})
+	// Names of equal length: argv[0] is on the stack, and so is what
+	// gdb shows of uninitialised locals (stale stack addresses).
+	dwRunAll(t, dir, []string{c.cc, "in.o", "-o", "orig"}, []string{c.cc, "gdb.o", "-o", "rewr"})
 	return func() func() {
 		var outs [2]string
 		var wg sync.WaitGroup
-		for k, v := range []string{"orig", "new"} {
+		for k, v := range []string{"orig", "rewr"} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
