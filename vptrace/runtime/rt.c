@@ -1460,7 +1460,7 @@ static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t s
 	uint64_t size = s->size ? s->size : 1;
 	if (step > 4096 || step < -4096) {
 		uint64_t time = LOAD(&vpt_hot.clock), n;
-		uint64_t ustep = step < 0 ? (uint64_t)-step : (uint64_t)step;
+		uint64_t ustep = step < 0 ? -(uint64_t)step : (uint64_t)step;
 		uint64_t lo = first < last ? first : last, hi = first < last ? last : first;
 		n = (hi - lo) / ustep + 1;
 		if (n > REP_MAX_PAGES)
@@ -1506,7 +1506,7 @@ void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, 
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	(void)state;
 	int64_t mult = (int64_t)((int32_t)(s->block << 8) >> 8);
-	int64_t step = (int64_t)regs[(s->block >> 24) & 15] * mult;
+	int64_t step = (int64_t)(regs[(s->block >> 24) & 15] * (uint64_t)mult); /* wraps, never UB */
 	uint64_t first = regs[20], last = regs[19];
 	if (adj & 1)
 		first += (uint64_t)step;
