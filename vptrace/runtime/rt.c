@@ -1187,6 +1187,46 @@ static void thread_chunk(struct vpt_thread *t)
 	write_chunk(CH_THREAD, iov, 2);
 }
 
+/* The recent-page cache of the per-event path (stubs.S), for the pages of
+ * ranges: whether this thread recorded page p for this kind of access
+ * lately (then it is not recorded again); notes it if not. */
+static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
+{
+	uint64_t *c = t->cache;
+	uint64_t key = ((p + 1) << 2 | (kind & 3)) + LOAD(&vpt_hot.epoch);
+	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT;
+	if (!c)
+		return 0;
+	if (c[h] == key)
+		return 1;
+	c[h] = key;
+	return 0;
+}
+
+/* Notes page p for this kind of access in the thread's cache. */
+static inline void cache_note(struct vpt_thread *t, unsigned kind, uint64_t p)
+{
+	(void)cache_seen(t, kind, p);
+}
+
+/* The thread's recent-page cache (rt.h): mapped at set-up, unmapped by
+ * the key destructor. The pointer is cleared before the unmap, so a signal
+ * handler's stub sees either the whole cache or none. */
+static void cache_map(struct vpt_thread *t)
+{
+	long p = sc6(SYS_mmap, 0, VPT_CACHE * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096)
+		return; /* no cache: every event is recorded */
+	STORE(&t->cache, (uint64_t *)p);
+}
+
+static void cache_unmap(struct vpt_thread *t)
+{
+	uint64_t *c = XCHG(&t->cache, NULL);
+	if (c)
+		sc3(SYS_munmap, (long)c, VPT_CACHE * 8, 0);
+}
+
 static void thread_setup(struct vpt_thread *t)
 {
 	t->tid = sys_gettid();
@@ -1279,7 +1319,9 @@ static int thread_ready(struct vpt_thread *t)
 	if (!(t->flags & VTF_SETUP))
 		thread_setup(t);
 	if (t->flags & VTF_EXITED)
-		t->flags &= ~(VTF_EXITED | VTF_KEYED);
+		t->flags &= ~(VTF_EXITED | VTF_KEYED); /* (no cache again: nothing would unmap it) */
+	else if (!t->cache)
+		cache_map(t);
 	if (!(t->flags & VTF_KEYED))
 		thread_key(t);
 	return ST_READY;
@@ -1335,6 +1377,10 @@ void vpt_full(uint64_t page1, uint64_t site, uint64_t time)
 		t->cur = t->end = 0;
 		goto out;
 	}
+	/* The stub could not note the event in a cache the thread did not
+	 * have yet (its first event): note it now. */
+	if (!(((const struct vpt_site *)(uintptr_t)site)->kind & 4))
+		cache_note(t, ((const struct vpt_site *)(uintptr_t)site)->kind, page1 - 1);
 	b = refill(t);
 	if (!b)
 		goto out_nobuf;
@@ -1351,19 +1397,6 @@ out_nobuf:
 out:
 	t->flags &= ~VTF_INBATCH;
 	t->depth--;
-}
-
-/* The recent-page cache of the per-event path (stubs.S), for the pages of
- * ranges: whether this thread recorded page p for this kind of access
- * lately (then it is not recorded again); notes it if not. */
-static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
-{
-	uint64_t key = ((p + 1) << 2 | (kind & 3)) + LOAD(&vpt_hot.epoch);
-	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT;
-	if (t->cache[h] == key)
-		return 1;
-	t->cache[h] = key;
-	return 0;
 }
 
 /* Events for pages p0..p1 at one site (rep string operations, sweeps,
@@ -1651,6 +1684,7 @@ static void key_dtor(void *arg)
 	}
 	t->buf = NULL;
 	t->cur = t->end = 0;
+	cache_unmap(t);
 	t->flags = (t->flags | VTF_EXITED) & ~(VTF_INBATCH | VTF_KEYED);
 }
 

@@ -11,7 +11,7 @@
 #define VT_END    8   /* end of the event array; cur >= end: batch path */
 #define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
 #define VT_FLAGS  20
-#define VT_CACHE  128 /* the recent-event cache: VPT_CACHE keys */
+#define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE keys, or 0 */
 #define VPT_CACHE 16384 /* entries */
 #define VPT_CACHE_SHIFT 50 /* the hash keeps the top 14 bits of key * 0x9e3779b97f4a7c15 */
 
@@ -57,12 +57,14 @@ struct vpt_thread {
 	uint32_t tid;          /* 64 */
 	uint32_t pad;
 	char name[16];         /* 72: thread name at its first event */
-	uint64_t pad3[5];      /* 88 */
-	/* 128: pages this thread recorded recently, as keys (page+1) << 2 |
+	/* 88: pages this thread recorded recently, as keys (page+1) << 2 |
 	 * read/write kind, plus the epoch: an access of the same kind to a page
 	 * recorded lately is not recorded again, whichever site it comes from
-	 * (sites of exact mode always are). */
-	uint64_t cache[VPT_CACHE];
+	 * (sites of exact mode always are). VPT_CACHE keys, mapped when the
+	 * thread is set up and unmapped at its exit (static TLS this large
+	 * would fail pthread_create for threads with small stacks); 0: none. */
+	uint64_t *cache;
+	uint64_t pad3[4];      /* 96 */
 };
 
 /* buffer states */

@@ -422,6 +422,26 @@ func TestFork(t *testing.T) {
 	}
 }
 
+// TestSmallStack: a thread with a 32 KiB stack records. glibc carves
+// static TLS out of each thread's stack and refuses pthread_create when it
+// does not fit, so the runtime's TLS must stay small (its cache is mapped
+// per thread instead).
+func TestSmallStack(t *testing.T) {
+	r := runVT(t, nil, "smallstack")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	compare(t, tr, expectations(t, r.stdout))
+	want := expectations(t, r.stdout)
+	if len(want) != 1 {
+		t.Fatalf("%d threads expected, want 1", len(want))
+	}
+	for _, pages := range want {
+		if len(pages) != 40 {
+			t.Errorf("%d pages expected, want 40", len(pages))
+		}
+	}
+}
+
 // TestCache: sites without the exact bit go through the runtime's
 // per-thread recent-page cache; vt.c mirrors it (keys, hashing, epochs) and
 // the trace must match the mirror exactly: pages a thread recorded lately

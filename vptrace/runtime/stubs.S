@@ -142,12 +142,19 @@ vpt_event:
 	andl $3, %eax
 	leaq (%rax,%rdi,4), %rax
 	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key: (page+1) << 2 | kind, + epoch */
+	movq %fs:VT_CACHE(%rdx), %rsi   /* the thread's cache: none before its first batch */
+	testq %rsi, %rsi
+	jz 2f
 	movabsq $0x9e3779b97f4a7c15, %r8    /* Fibonacci hashing: the top bits */
 	imulq %rax, %r8
 	shrq $VPT_CACHE_SHIFT, %r8      /* the top bits: VPT_CACHE entries */
-	cmpq %rax, %fs:VT_CACHE(%rdx,%r8,8)
+	leaq (%rsi,%r8,8), %rsi
+	cmpq %rax, (%rsi)
 	je .Lret
-	movq %rax, %fs:VT_CACHE(%rdx,%r8,8)
+	movq %rax, (%rsi)
+2:	movq 48(%rsp), %rsi             /* the site again */
+	movslq 3(%rsi), %rax
+	leaq 7(%rsi,%rax), %rsi
 1:	movq vpt_hot+VH_CLOCK(%rip), %r8
 	incl %fs:VT_DEPTH(%rdx)
 	movl $VPT_EV_SIZE, %eax

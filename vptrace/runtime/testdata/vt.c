@@ -503,6 +503,35 @@ static int forktest(void)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
+/* ---- threads with small stacks: the runtime's TLS must fit ---- */
+
+static void *small_thread(void *arg)
+{
+	char *b = arg;
+	for (int i = 0; i < 40; i++) {
+		R(b + i * 4096);
+		CR(b + (i % 10) * 4096);
+	}
+	dump();
+	return NULL;
+}
+
+static int smallstack(void)
+{
+	char *b = pages(40);
+	pthread_attr_t at;
+	pthread_t th;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 32768);
+	int e = pthread_create(&th, &at, small_thread, b);
+	if (e) {
+		fprintf(stderr, "vt: pthread_create with a 32 KiB stack: %s\n", strerror(e));
+		return 1;
+	}
+	pthread_join(th, NULL);
+	return 0;
+}
+
 /* ---- the recent-page cache (sites 15-17) ---- */
 
 static void *cache_thread(void *arg)
@@ -1028,6 +1057,8 @@ int main(int argc, char **argv)
 		return forktest();
 	if (!strcmp(s, "cache"))
 		return cachetest();
+	if (!strcmp(s, "smallstack"))
+		return smallstack();
 	if (!strcmp(s, "rep"))
 		return reptest();
 	if (!strcmp(s, "forkquiet"))
