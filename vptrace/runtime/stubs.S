@@ -216,6 +216,89 @@ vpt_event:
 	.size vpt_event, .-vpt_event
 
 /*
+ * The frame vpt_rep and vpt_range share. RANGE_SAVE keeps rdi (in the
+ * slot vpt_event restores it from, so that a one-page range continues on
+ * the per-event path), the flags (DF included), rax, rcx, rdx and rsi:
+ * 0 rsi, 8 rdx, 16 rcx, 24 rax, 32 flags, 40 rdi, 48 return address, 56..
+ * what the caller pushed.
+ */
+	.macro RANGE_SAVE
+	pushq %rdi
+	.cfi_adjust_cfa_offset 8
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	pushq %rcx
+	.cfi_adjust_cfa_offset 8
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi
+	.cfi_adjust_cfa_offset 8
+	.endm
+
+/* restores what RANGE_SAVE saved but rdi */
+	.macro RANGE_POP
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	popfq
+	.cfi_adjust_cfa_offset -8
+	.endm
+
+/* one page, its number in \reg: on to the per-event path with rdi = page+1
+ * (the saved rdi at 0(%rsp), the return address at 8) */
+	.macro RANGE_EVENT reg
+	leaq 1(%\reg), %rdi
+	RANGE_POP
+	jmp vpt_event
+	.endm
+
+/* the batch path, after RANGE_EVENT: an rbp frame, r8-r11 saved, rdi =
+ * the site; the caller's arguments are at 64(%rbp) on */
+	.macro RANGE_SLOW_ENTER
+	.cfi_adjust_cfa_offset 40
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -64
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r8
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq 56(%rbp), %rax             /* return address */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi
+	.endm
+
+/* calls fn with the vector state saved, and leaves the batch path */
+	.macro RANGE_SLOW_CALL fn
+	XSAVE_CALL \fn
+	leaq -32(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rbp
+	.cfi_def_cfa %rsp, 56
+	.cfi_restore %rbp
+	.endm
+
+	.macro RANGE_RETURN
+	RANGE_POP
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	ret
+	.endm
+
+/*
  * vpt_rep: called before a rep string instruction (ABI.md), nothing in
  * registers but the instruction's own operands. The site's kind bit 4 says
  * the range starts at rsi, bit 5 at rdi; rcx elements of the site's size
@@ -228,18 +311,7 @@ vpt_event:
 	.p2align 4
 vpt_rep:
 	.cfi_startproc
-	pushq %rdi                      /* vpt_event's saved-rdi slot */
-	.cfi_adjust_cfa_offset 8
-	pushfq
-	.cfi_adjust_cfa_offset 8
-	pushq %rax
-	.cfi_adjust_cfa_offset 8
-	pushq %rcx
-	.cfi_adjust_cfa_offset 8
-	pushq %rdx
-	.cfi_adjust_cfa_offset 8
-	pushq %rsi                      /* 0 rsi, 8 rdx, 16 rcx, 24 rax, 32 flags, 40 rdi, 48 ret (vpt_rep) */
-	.cfi_adjust_cfa_offset 8
+	RANGE_SAVE
 	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
 	je .Lrep_ret
 	movq 16(%rsp), %rcx             /* elements */
@@ -271,61 +343,17 @@ vpt_rep:
 	shrq $12, %rcx
 	cmpq %rsi, %rcx
 	jne .Lrep_slow
-	leaq 1(%rsi), %rdi              /* page+1 */
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	popfq
-	.cfi_adjust_cfa_offset -8
-	jmp vpt_event                   /* saved rdi at 0(%rsp), return address at 8 */
+	RANGE_EVENT rsi
 
 .Lrep_slow:
-	.cfi_adjust_cfa_offset 40
-	cld
-	pushq %rbp
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %rbp, -64
-	movq %rsp, %rbp
-	.cfi_def_cfa_register %rbp
-	pushq %r8
-	pushq %r9
-	pushq %r10
-	pushq %r11
-	movq 56(%rbp), %rax             /* return address */
-	movslq 3(%rax), %rdi
-	leaq 7(%rax,%rdi), %rdi         /* vpt_rep_c(site, rsi, rdi, rcx, rflags) */
+	RANGE_SLOW_ENTER                /* vpt_rep_c(site, rsi, rdi, rcx, rflags) */
 	movq 8(%rbp), %rsi
 	movq 48(%rbp), %rdx
 	movq 24(%rbp), %rcx
 	movq 40(%rbp), %r8
-	XSAVE_CALL vpt_rep_c
-	leaq -32(%rbp), %rsp
-	popq %r11
-	popq %r10
-	popq %r9
-	popq %r8
-	popq %rbp
-	.cfi_def_cfa %rsp, 56
-	.cfi_restore %rbp
+	RANGE_SLOW_CALL vpt_rep_c
 .Lrep_ret:
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	popfq                           /* all flags, DF included */
-	.cfi_adjust_cfa_offset -8
-	popq %rdi
-	.cfi_adjust_cfa_offset -8
-	ret
+	RANGE_RETURN
 	.cfi_endproc
 	.size vpt_rep, .-vpt_rep
 
@@ -342,18 +370,7 @@ vpt_rep:
 	.p2align 4
 vpt_range:
 	.cfi_startproc
-	pushq %rdi                      /* vpt_event's saved-rdi slot */
-	.cfi_adjust_cfa_offset 8
-	pushfq
-	.cfi_adjust_cfa_offset 8
-	pushq %rax
-	.cfi_adjust_cfa_offset 8
-	pushq %rcx
-	.cfi_adjust_cfa_offset 8
-	pushq %rdx
-	.cfi_adjust_cfa_offset 8
-	pushq %rsi                      /* 0 rsi .. 32 flags, 40 rdi, 48 ret, 56 last, 64 first */
-	.cfi_adjust_cfa_offset 8
+	RANGE_SAVE                      /* 56 last, 64 first */
 	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
 	je .Lrange_ret
 	movq 48(%rsp), %rax
@@ -373,59 +390,15 @@ vpt_range:
 	shrq $12, %rsi
 	cmpq %rcx, %rsi
 	jne .Lrange_slow
-	leaq 1(%rcx), %rdi              /* page+1 */
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	popfq
-	.cfi_adjust_cfa_offset -8
-	jmp vpt_event                   /* saved rdi at 0(%rsp), return address at 8 */
+	RANGE_EVENT rcx
 
 .Lrange_slow:
-	.cfi_adjust_cfa_offset 40
-	cld
-	pushq %rbp
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %rbp, -64
-	movq %rsp, %rbp
-	.cfi_def_cfa_register %rbp
-	pushq %r8
-	pushq %r9
-	pushq %r10
-	pushq %r11
-	movq 56(%rbp), %rax             /* return address */
-	movslq 3(%rax), %rdi
-	leaq 7(%rax,%rdi), %rdi         /* vpt_range_c(site, first, last) */
+	RANGE_SLOW_ENTER                /* vpt_range_c(site, first, last) */
 	movq 72(%rbp), %rsi
 	movq 64(%rbp), %rdx
-	XSAVE_CALL vpt_range_c
-	leaq -32(%rbp), %rsp
-	popq %r11
-	popq %r10
-	popq %r9
-	popq %r8
-	popq %rbp
-	.cfi_def_cfa %rsp, 56
-	.cfi_restore %rbp
+	RANGE_SLOW_CALL vpt_range_c
 .Lrange_ret:
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	popfq
-	.cfi_adjust_cfa_offset -8
-	popq %rdi
-	.cfi_adjust_cfa_offset -8
-	ret
+	RANGE_RETURN
 	.cfi_endproc
 	.size vpt_range, .-vpt_range
 
