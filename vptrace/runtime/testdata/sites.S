@@ -156,6 +156,18 @@ vt_ctor:
 	leaq 128(%rsp), %rsp
 	.endm
 
+/* a function of one instrumented access: the \seq sequence (FAST or
+ * EXACT) of site \k with scratch \reg, then the access itself */
+	.macro ACCESSFN name, seq, k, reg, access:vararg
+	.globl \name
+	.type \name, @function
+\name:
+	\seq \k, \reg
+	\access
+	ret
+	.size \name, .-\name
+	.endm
+
 /* before a rep string instruction: nothing in registers */
 	.macro REPSITE k
 	leaq -128(%rsp), %rsp
@@ -164,29 +176,9 @@ vt_ctor:
 	leaq 128(%rsp), %rsp
 	.endm
 
-	.globl vt_read
-	.type vt_read, @function
-vt_read:				/* int vt_read(const void *p) */
-	FAST 0, rax
-	movzbl (%rdi), %eax
-	ret
-	.size vt_read, .-vt_read
-
-	.globl vt_write
-	.type vt_write, @function
-vt_write:				/* void vt_write(void *p) */
-	FAST 1, rcx
-	movb $1, (%rdi)
-	ret
-	.size vt_write, .-vt_write
-
-	.globl vt_rmw
-	.type vt_rmw, @function
-vt_rmw:					/* void vt_rmw(void *p) */
-	FAST 2, r11
-	incb (%rdi)
-	ret
-	.size vt_rmw, .-vt_rmw
+	ACCESSFN vt_read, FAST, 0, rax, movzbl (%rdi), %eax	/* int vt_read(const void *p) */
+	ACCESSFN vt_write, FAST, 1, rcx, movb $1, (%rdi)	/* void vt_write(void *p) */
+	ACCESSFN vt_rmw, FAST, 2, r11, incb (%rdi)	/* void vt_rmw(void *p) */
 
 	.globl vt_global
 	.type vt_global, @function
@@ -211,45 +203,11 @@ vt_tls:					/* void *vt_tls(void): reads vt_tvar, returns its address */
 	ret
 	.size vt_tls, .-vt_tls
 
-	.globl vt_cread
-	.type vt_cread, @function
-vt_cread:				/* int vt_cread(const void *p) */
-	FAST 15, rax
-	movzbl (%rdi), %eax
-	ret
-	.size vt_cread, .-vt_cread
-
-	.globl vt_cread2
-	.type vt_cread2, @function
-vt_cread2:				/* int vt_cread2(const void *p) */
-	FAST 16, rsi
-	movzbl (%rdi), %eax
-	ret
-	.size vt_cread2, .-vt_cread2
-
-	.globl vt_cwrite
-	.type vt_cwrite, @function
-vt_cwrite:				/* void vt_cwrite(void *p) */
-	FAST 17, rdx
-	movb $3, (%rdi)
-	ret
-	.size vt_cwrite, .-vt_cwrite
-
-	.globl vt_exact
-	.type vt_exact, @function
-vt_exact:				/* void vt_exact(const void *p) */
-	EXACT 5, rsi
-	movzbl (%rdi), %eax
-	ret
-	.size vt_exact, .-vt_exact
-
-	.globl vt_exact_w
-	.type vt_exact_w, @function
-vt_exact_w:				/* void vt_exact_w(void *p) */
-	EXACT 6, r9
-	movb $2, (%rdi)
-	ret
-	.size vt_exact_w, .-vt_exact_w
+	ACCESSFN vt_cread, FAST, 15, rax, movzbl (%rdi), %eax	/* int vt_cread(const void *p) */
+	ACCESSFN vt_cread2, FAST, 16, rsi, movzbl (%rdi), %eax	/* int vt_cread2(const void *p) */
+	ACCESSFN vt_cwrite, FAST, 17, rdx, movb $3, (%rdi)	/* void vt_cwrite(void *p) */
+	ACCESSFN vt_exact, EXACT, 5, rsi, movzbl (%rdi), %eax	/* void vt_exact(const void *p) */
+	ACCESSFN vt_exact_w, EXACT, 6, r9, movb $2, (%rdi)	/* void vt_exact_w(void *p) */
 
 /* vt_read2: the fast path with live flags saved around it (seto/lahf), as
  * hijack does when liveness says flags are live: returns (p1 < p2) computed
@@ -324,53 +282,41 @@ vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
 	SWEEPFN vt_sweep, 14
 	SWEEPFN vt_csweep, 18
 
-/* sweeps whose step is a register (rdx), as the preset emits them for
- * add %rdx, %r8 (the access before the step: the exit's address is one
- * step past the last access, adj bit 1) and sub %rdx, %r8 (the access
- * after it: the first access is one step from the entry's address, bit 0) */
-	.globl vt_dsweep
-	.type vt_dsweep, @function
-vt_dsweep:				/* long vt_dsweep(const char *p, long n >= 1, long step) */
-	movq %rdi, %fs:vt_slots@tpoff+8*19
+/* sweeps whose step is a register (rdx, stepped by \step), as the preset
+ * emits them: adj bit 0, the step before the access (the first access is
+ * one step from the entry's address); bit 1, the step after it (the exit's
+ * address is one step past the last access) */
+	.macro DSWEEPFN name, k, step, adj
+	.globl \name
+	.type \name, @function
+\name:
+	movq %rdi, %fs:vt_slots@tpoff+8*\k
 	xorl %eax, %eax
 	movq %rdi, %r8
 	movq %rsi, %rcx
-1:	addq (%r8), %rax
-	addq %rdx, %r8
-	decq %rcx
-	jnz 1b
-	leaq -128(%rsp), %rsp
-	pushq %fs:vt_slots@tpoff+8*19	/* first */
-	pushq %r8			/* one step past the last */
-	pushq $2
-	call vpt_range_dyn
-	nopl vt_sites+32*19(%rip)
-	leaq 24(%rsp), %rsp
-	leaq 128(%rsp), %rsp
-	ret
-	.size vt_dsweep, .-vt_dsweep
-
-	.globl vt_dsweep_back
-	.type vt_dsweep_back, @function
-vt_dsweep_back:				/* long vt_dsweep_back(const char *p, long n >= 1, long step): reads p-step, p-2*step, ... */
-	movq %rdi, %fs:vt_slots@tpoff+8*20
-	xorl %eax, %eax
-	movq %rdi, %r8
-	movq %rsi, %rcx
-1:	subq %rdx, %r8
+	.if \adj & 1
+1:	\step %rdx, %r8
 	addq (%r8), %rax
+	.else
+1:	addq (%r8), %rax
+	\step %rdx, %r8
+	.endif
 	decq %rcx
 	jnz 1b
 	leaq -128(%rsp), %rsp
-	pushq %fs:vt_slots@tpoff+8*20	/* one step before the first */
-	pushq %r8			/* the last */
-	pushq $1
+	pushq %fs:vt_slots@tpoff+8*\k	/* the entry's address */
+	pushq %r8			/* the exit's */
+	pushq $\adj
 	call vpt_range_dyn
-	nopl vt_sites+32*20(%rip)
+	nopl vt_sites+32*\k(%rip)
 	leaq 24(%rsp), %rsp
 	leaq 128(%rsp), %rsp
 	ret
-	.size vt_dsweep_back, .-vt_dsweep_back
+	.size \name, .-\name
+	.endm
+
+	DSWEEPFN vt_dsweep, 19, addq, 2		/* long vt_dsweep(const char *p, long n >= 1, long step) */
+	DSWEEPFN vt_dsweep_back, 20, subq, 1	/* the same, reading p-step, p-2*step, ... */
 
 	.globl vt_movsq_back
 	.type vt_movsq_back, @function
