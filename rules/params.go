@@ -101,7 +101,8 @@ func formatValue(s ParamSpec, v any) string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func fmtSize(n int64) string {
+// FormatSize writes a size in bytes as "512", "1K", "4K", "2M".
+func FormatSize(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		shift  uint
@@ -246,8 +247,8 @@ func value(s ParamSpec, n *yaml.Node, exp bool) (any, error) {
 			}
 			size = x
 		case string:
-			var ok bool
-			if size, ok = parseSize(x); !ok {
+			var err error
+			if size, err = ParseSize(x); err != nil {
 				return fail(s.want(), nil)
 			}
 		default:
@@ -268,23 +269,24 @@ func value(s ParamSpec, n *yaml.Node, exp bool) (any, error) {
 	return fail(s.want(), nil)
 }
 
-// parseSize parses "4096", "4K", "4 KiB", "2M", "1G", "64B" (binary units,
-// case-insensitive). It reports false for anything else or on overflow.
-func parseSize(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
+// ParseSize parses a size: "4096", "4K", "4 KiB", "2M", "1G", "64B" (binary
+// units, case-insensitive), as the size parameters of rules files take it.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
 	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
 		i++
 	}
+	bad := fmt.Errorf("bad size %q (want e.g. 4096 or 4K)", s)
 	if i == 0 || i > 18 {
-		return 0, false
+		return 0, bad
 	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
+	n, err := strconv.ParseInt(t[:i], 10, 64)
 	if err != nil {
-		return 0, false
+		return 0, bad
 	}
 	var shift uint
-	switch strings.ToLower(strings.TrimSpace(s[i:])) {
+	switch strings.ToLower(strings.TrimSpace(t[i:])) {
 	case "", "b":
 	case "k", "kb", "kib":
 		shift = 10
@@ -293,10 +295,10 @@ func parseSize(s string) (int64, bool) {
 	case "g", "gb", "gib":
 		shift = 30
 	default:
-		return 0, false
+		return 0, bad
 	}
 	if n > math.MaxInt64>>shift {
-		return 0, false
+		return 0, fmt.Errorf("size %q too large", s)
 	}
-	return n << shift, true
+	return n << shift, nil
 }

@@ -482,7 +482,7 @@ func (p *parser) param(params *Params, spec PresetSpec, key string, v *yaml.Node
 					size, fromExp = prev, val.(int64)
 				}
 				return p.errf(v.Line, "params %s (%s) and %s (%d, i.e. %s) of preset %s disagree; give only one",
-					s.Name, fmtSize(size), s.ExpAlias, log2(fromExp), fmtSize(fromExp), spec.Name)
+					s.Name, FormatSize(size), s.ExpAlias, log2(fromExp), FormatSize(fromExp), spec.Name)
 			}
 			firstSize[s.Name] = val.(int64)
 		}

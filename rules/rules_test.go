@@ -695,9 +695,9 @@ func TestParseSize(t *testing.T) {
 		{"", 0, false}, {"K", 0, false}, {"4T", 0, false}, {"-4K", 0, false}, {"4.5K", 0, false},
 		{"0x10", 0, false}, {"9223372036854775807", 0, false}, {"8589934592G", 0, false}, {"4KK", 0, false},
 	} {
-		got, ok := parseSize(tt.in)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseSize(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		got, err := ParseSize(tt.in)
+		if ok := err == nil; got != tt.want || ok != tt.ok {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

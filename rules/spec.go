@@ -272,7 +272,7 @@ func (ps ParamSpec) want() string {
 	case KindFloat:
 		return fmt.Sprintf("a number in [%s, %s]", fmtFloat(ps.FloatMin), fmtFloat(ps.FloatMax))
 	case KindSize:
-		return fmt.Sprintf("a power of two in [%s, %s] (e.g. 4096, 4K, 2M)", fmtSize(ps.IntMin), fmtSize(ps.IntMax))
+		return fmt.Sprintf("a power of two in [%s, %s] (e.g. 4096, 4K, 2M)", FormatSize(ps.IntMin), FormatSize(ps.IntMax))
 	case KindEnum:
 		return "one of " + strings.Join(ps.Values, ", ")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"hijack/rules"
 	"hijack/vptrace/tune"
 )
 
@@ -144,7 +145,7 @@ func printTune(w io.Writer, rep *tune.Report) {
 		return fmt.Sprintf("%.*f", prec, x)
 	}
 	for _, r := range rep.Results {
-		t, h := f(r.Config.Threshold, 2), tune.FormatSize(r.Config.PageSize)
+		t, h := f(r.Config.Threshold, 2), rules.FormatSize(r.Config.PageSize)
 		if r.Config.Exact {
 			t, h = "exact", "-"
 		}

@@ -38,7 +38,7 @@ func (c Config) String() string {
 	if c.Exact {
 		return "exact"
 	}
-	return fmt.Sprintf("T=%s H=%s", fmtFloat(c.Threshold), FormatSize(c.PageSize))
+	return fmt.Sprintf("T=%s H=%s", fmtFloat(c.Threshold), rules.FormatSize(c.PageSize))
 }
 
 // params are the preset settings of the configuration.
@@ -51,53 +51,11 @@ func (c Config) params() map[string]string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// FormatSize writes a size in bytes as "512", "1K", "4K", "2M".
-func FormatSize(n int64) string {
-	for _, u := range []struct {
-		s     string
-		shift uint
-	}{{"G", 30}, {"M", 20}, {"K", 10}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// ParseSize parses "4096", "4K", "4KiB", "2M" (binary units).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 18 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 4096 or 4K)", s)
-	}
-	n, _ := strconv.ParseInt(t[:i], 10, 64)
-	var shift uint
-	switch strings.ToLower(strings.TrimSpace(t[i:])) {
-	case "", "b":
-	case "k", "kb", "kib":
-		shift = 10
-	case "m", "mb", "mib":
-		shift = 20
-	case "g", "gb", "gib":
-		shift = 30
-	default:
-		return 0, fmt.Errorf("bad size %q (want e.g. 4096 or 4K)", s)
-	}
-	if n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("size %q too large", s)
-	}
-	return n << shift, nil
-}
-
 // ParseSizes parses a comma-separated list of sizes.
 func ParseSizes(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range strings.Split(s, ",") {
-		n, err := ParseSize(f)
+		n, err := rules.ParseSize(f)
 		if err != nil {
 			return nil, err
 		}

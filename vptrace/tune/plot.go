@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"hijack/rules"
 	vplot "hijack/vptrace/plot"
 )
 
@@ -159,7 +160,7 @@ func OverheadPlot(rs []*Result, workload string) *gplot.Plot {
 			eb.LineStyle.Color = plotutil.Color(i)
 			p.Add(eb)
 		}
-		p.Legend.Add("H = "+FormatSize(h), l, sc)
+		p.Legend.Add("H = "+rules.FormatSize(h), l, sc)
 	}
 	if ref != nil {
 		if s := ref.Slowdown(); !math.IsNaN(s) && !math.IsInf(s, 0) {
@@ -204,7 +205,7 @@ func AccuracyPlot(rs []*Result, workload string) *gplot.Plot {
 			}
 			style(l, sc, i, k == 1)
 			p.Add(l, sc)
-			p.Legend.Add(fmt.Sprintf("%s, H = %s", what, FormatSize(h)), l, sc)
+			p.Legend.Add(fmt.Sprintf("%s, H = %s", what, rules.FormatSize(h)), l, sc)
 		}
 	}
 	if ref != nil {

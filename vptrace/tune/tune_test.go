@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"hijack/rules"
 )
 
 func TestQuantile(t *testing.T) {
@@ -43,7 +45,7 @@ func TestParseSizes(t *testing.T) {
 	if _, err := ParseFloats("0,0.5,x"); err == nil {
 		t.Error("ParseFloats accepted x")
 	}
-	if s := FormatSize(4096); s != "4K" {
+	if s := rules.FormatSize(4096); s != "4K" {
 		t.Errorf("FormatSize(4096) = %q", s)
 	}
 }
