@@ -205,11 +205,7 @@ func (st *objState) instrumentRepAfter(s *site) error {
 	} else {
 		b.MovQ(snippet.RCX, snippet.TPOFF(st.sym("slots"), int64(8*k)))
 	}
-	code, err := b.Assemble()
-	if err != nil {
-		return err
-	}
-	before, err := st.convert(code)
+	before, err := st.assemble(k)
 	if err != nil {
 		return err
 	}
@@ -254,23 +250,13 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 	}
 	b.PushQ(S)
 	b.CallSym(stub)
-	b.Label("site")
-	b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+	siteNop(b, "site")
 	b.LeaQ(snippet.Mem(snippet.RSP, 8), snippet.RSP)
 	for i := len(borrowed) - 1; i >= 0; i-- {
 		b.PopQ(snippetRegs[borrowed[i]])
 	}
 	b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
-	code, err := b.Assemble()
-	if err != nil {
-		return nil, err
-	}
-	sn, err := st.convert(code)
-	if err != nil {
-		return nil, err
-	}
-	sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels["site"] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
-	return sn, nil
+	return st.assemble(k, "site")
 }
 
 // sweepCode builds the entry (exit false) or exit code of sweep site k.
@@ -317,7 +303,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
 		slot = snippet.Mem(U, int32(8*k)).Seg(snippet.FS)
 	}
-	label := ""
+	var labels []string
 	if !exit {
 		b.MovQ(S, slot)
 	} else {
@@ -333,9 +319,8 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		} else {
 			b.CallSym("vpt_range")
 		}
-		label = "site0"
-		b.Label(label)
-		b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+		labels = []string{"site0"}
+		siteNop(b, labels[0])
 		b.LeaQ(snippet.Mem(snippet.RSP, pushed), snippet.RSP)
 	}
 	for i := len(borrowed) - 1; i >= 0; i-- {
@@ -344,18 +329,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 	if shift > 0 {
 		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 	}
-	code, err := b.Assemble()
-	if err != nil {
-		return nil, err
-	}
-	sn, err := st.convert(code)
-	if err != nil {
-		return nil, err
-	}
-	if label != "" {
-		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[label] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
-	}
-	return sn, nil
+	return st.assemble(k, labels...)
 }
 
 // code builds the snippet for site k: compute the address (and, for a
@@ -409,12 +383,9 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
 		}
 		b.CallSym(stub)
-		// nopl site(%rip): a no-op that tells the stub its site; its
-		// relocation is added below.
 		label := "site" + strconv.Itoa(len(nops))
 		nops = append(nops, label)
-		b.Label(label)
-		b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+		siteNop(b, label)
 		if shift == 0 {
 			b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 		}
@@ -489,7 +460,22 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		}
 		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 	}
-	code, err := b.Assemble()
+	return st.assemble(k, nops...)
+}
+
+// siteNop emits, after a call into the runtime, the 7-byte
+// nopl disp32(%rip) that tells the stub its site (ABI.md); assemble
+// relocates it to the site's record.
+func siteNop(b *snippet.Builder, label string) {
+	b.Label(label)
+	b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+}
+
+// assemble finishes the snippet in st.b for site k: its code, its
+// relocations, and for each label of a siteNop the relocation to the
+// site's record.
+func (st *objState) assemble(k int, siteLabels ...string) (*ibr.Snippet, error) {
+	code, err := st.b.Assemble()
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +483,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range nops {
+	for _, l := range siteLabels {
 		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[l] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
 	}
 	return sn, nil
