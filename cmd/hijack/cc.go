@@ -75,19 +75,7 @@ func cmdCC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, ccUsage)
 		return 2
 	}
-	reg := rules.DefaultRegistry()
-	var rf *rules.File
-	var err error
-	switch {
-	case *rulesPath != "" && *presetName != "":
-		err = errors.New("give either --rules or --preset, not both")
-	case *rulesPath != "":
-		rf, err = rules.Load(*rulesPath, reg)
-	case *presetName != "":
-		rf, err = rules.Default(reg, *presetName, *params...)
-	default:
-		err = errors.New("hijack cc needs --rules FILE or --preset NAME")
-	}
+	rf, err := loadRules(*rulesPath, *presetName, *params, "hijack cc needs --rules FILE or --preset NAME")
 	if err != nil {
 		fmt.Fprintf(stderr, "hijack cc: %v\n", oneLine(err.Error()))
 		return 2

@@ -47,19 +47,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	in, out := fs.Arg(0), fs.Arg(1)
-	reg := rules.DefaultRegistry()
-	var rf *rules.File
-	var err error
-	switch {
-	case *rulesPath != "" && *presetName != "":
-		err = errors.New("give either --rules or --preset, not both")
-	case *rulesPath != "":
-		rf, err = rules.Load(*rulesPath, reg)
-	case *presetName != "":
-		rf, err = rules.Default(reg, *presetName, *params...)
-	default:
-		err = errors.New("no rules: give --rules FILE or --preset NAME (see hijack --help)")
-	}
+	rf, err := loadRules(*rulesPath, *presetName, *params, "no rules: give --rules FILE or --preset NAME (see hijack --help)")
 	if err != nil {
 		fmt.Fprintf(stderr, "hijack: %v\n", oneLine(err.Error()))
 		return 2
@@ -164,6 +152,21 @@ func abs(p string) string {
 		return p
 	}
 	return a
+}
+
+// loadRules returns the rules of --rules FILE or of --preset NAME with its
+// --param settings; with neither, the error says missing.
+func loadRules(rulesPath, presetName string, params []string, missing string) (*rules.File, error) {
+	reg := rules.DefaultRegistry()
+	switch {
+	case rulesPath != "" && presetName != "":
+		return nil, errors.New("give either --rules or --preset, not both")
+	case rulesPath != "":
+		return rules.Load(rulesPath, reg)
+	case presetName != "":
+		return rules.Default(reg, presetName, params...)
+	}
+	return nil, errors.New(missing)
 }
 
 // writeAtomic writes the file through a temporary file in the same
