@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hijack/archive"
+	"hijack/internal/atomicfile"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
 	"hijack/rewrite"
@@ -172,23 +173,8 @@ func loadRules(rulesPath, presetName string, params []string, missing string) (*
 // writeAtomic writes the file through a temporary file in the same
 // directory, so that OUT is either complete or absent.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".hijack-*.o")
-	if err != nil {
+	return atomicfile.Write(path, ".hijack-*.o", func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	})
 }

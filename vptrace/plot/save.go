@@ -7,7 +7,6 @@ package plot
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"hijack/internal/atomicfile"
 )
 
 // DPI of PNG output: sizes are given in pixels at this resolution (SVG
@@ -61,24 +62,10 @@ func (c *Canvas) WriteTo(w io.Writer) (int64, error) { return c.w.WriteTo(w) }
 // Save writes the canvas to path, through a temporary file so that path is
 // either complete or untouched.
 func (c *Canvas) Save(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".plot-*")
-	if err != nil {
+	return atomicfile.Write(path, ".plot-*", func(w io.Writer) error {
+		_, err := c.WriteTo(w)
 		return err
-	}
-	_, werr := c.WriteTo(tmp)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	})
 }
 
 // SaveGrid draws plots in a grid (rows of columns, aligned axes) on a
