@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -327,25 +328,13 @@ func (a *Agg) AppendPayload(dst []byte) []byte {
 // SortAgg puts a's pages and sites in the order AppendPayload needs.
 func SortAgg(a *Agg) {
 	slices.SortFunc(a.Pages, func(x, y PageAgg) int {
-		switch {
-		case x.Page < y.Page:
-			return -1
-		case x.Page > y.Page:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x.Page, y.Page)
 	})
 	for i := range a.Pages {
 		s := a.Pages[i].Sites
 		if len(s) > 1 {
 			slices.SortFunc(s, func(x, y SiteCount) int {
-				switch {
-				case x.Site < y.Site:
-					return -1
-				case x.Site > y.Site:
-					return 1
-				}
-				return 0
+				return cmp.Compare(x.Site, y.Site)
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -285,13 +286,7 @@ func (b *builder) add(c *Chunk) error {
 func (b *builder) finish() *Trace {
 	t := b.t
 	slices.SortFunc(t.Objects, func(x, y *Object) int {
-		switch {
-		case x.SitesAddr < y.SitesAddr:
-			return -1
-		case x.SitesAddr > y.SitesAddr:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x.SitesAddr, y.SitesAddr)
 	})
 	for _, th := range t.byTID {
 		t.Threads = append(t.Threads, th)
@@ -308,13 +303,7 @@ func (b *builder) finish() *Trace {
 			}
 			p.raw = nil
 			slices.SortFunc(p.Sites, func(x, y SiteCount) int {
-				switch {
-				case x.Site < y.Site:
-					return -1
-				case x.Site > y.Site:
-					return 1
-				}
-				return 0
+				return cmp.Compare(x.Site, y.Site)
 			})
 			th.Events += p.Events
 			th.Reads += p.Reads
@@ -326,13 +315,7 @@ func (b *builder) finish() *Trace {
 			th.First = 0
 		}
 		slices.SortFunc(th.Instances, func(x, y *Instance) int {
-			switch {
-			case x.Serial < y.Serial:
-				return -1
-			case x.Serial > y.Serial:
-				return 1
-			}
-			return 0
+			return cmp.Compare(x.Serial, y.Serial)
 		})
 		for _, in := range th.Instances {
 			if in.Start == ^uint64(0) {

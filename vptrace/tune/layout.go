@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -65,13 +66,7 @@ func ReadLayout(path string) (*Layout, error) {
 		l.Sections = append(l.Sections, Section{s.Name, s.Addr, s.Size})
 	}
 	slices.SortFunc(l.Sections, func(a, b Section) int {
-		switch {
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.Addr, b.Addr)
 	})
 	return l, nil
 }

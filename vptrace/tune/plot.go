@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -75,13 +76,7 @@ func series(rs []*Result) (hs []int64, byH map[int64][]*Result, ref *Result) {
 	slices.Sort(hs)
 	for _, h := range hs {
 		slices.SortFunc(byH[h], func(a, b *Result) int {
-			switch {
-			case a.Config.Threshold < b.Config.Threshold:
-				return -1
-			case a.Config.Threshold > b.Config.Threshold:
-				return 1
-			}
-			return 0
+			return cmp.Compare(a.Config.Threshold, b.Config.Threshold)
 		})
 	}
 	return hs, byH, ref
