@@ -785,11 +785,7 @@ func (e *Effect) shift(c *ctx) {
 	w := c.width(asm.Args[0])
 	switch n := asm.Args[1].(type) {
 	case x86asm.Imm:
-		mask := int64(31)
-		if w == 8 {
-			mask = 63
-		}
-		count := int64(n) & mask
+		count := shiftCount(n, w)
 		if count == 0 {
 			return
 		}
@@ -806,6 +802,15 @@ func (e *Effect) shift(c *ctx) {
 	}
 }
 
+// shiftCount is the count a shift by the immediate n uses: masked to 5
+// bits, 6 for 64-bit (w 8) operands.
+func shiftCount(n x86asm.Imm, w int) int64 {
+	if w == 8 {
+		return int64(n) & 63
+	}
+	return int64(n) & 31
+}
+
 // shiftD models shld and shrd: like shl, with the count in Args[2].
 func (e *Effect) shiftD(c *ctx) {
 	asm := c.asm
@@ -813,11 +818,7 @@ func (e *Effect) shiftD(c *ctx) {
 	w := c.width(asm.Args[0])
 	switch n := asm.Args[2].(type) {
 	case x86asm.Imm:
-		mask := int64(31)
-		if w == 8 {
-			mask = 63
-		}
-		count := int64(n) & mask
+		count := shiftCount(n, w)
 		if count == 0 {
 			return
 		}
