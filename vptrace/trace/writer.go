@@ -22,6 +22,12 @@ func (w *Writer) chunk(typ ChunkType, payload []byte) {
 	w.buf = AppendChunk(w.buf, typ, payload)
 }
 
+// put appends a chunk of type typ with the payload p encodes.
+func (w *Writer) put(typ ChunkType, p interface{ AppendPayload([]byte) []byte }) {
+	w.tmp = p.AppendPayload(w.tmp[:0])
+	w.chunk(typ, w.tmp)
+}
+
 // Begin appends the file magic and the header chunk: the start of a file.
 func (w *Writer) Begin(h *Header) {
 	if h.Major == 0 {
@@ -31,26 +37,22 @@ func (w *Writer) Begin(h *Header) {
 		h.PageSize = PageSize
 	}
 	w.buf = append(w.buf, FileMagic...)
-	w.tmp = h.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkHeader, w.tmp)
+	w.put(ChunkHeader, h)
 }
 
 // Object appends an object chunk.
 func (w *Writer) Object(o *Object) {
-	w.tmp = o.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkObject, w.tmp)
+	w.put(ChunkObject, o)
 }
 
 // ThreadStart appends a thread chunk.
 func (w *Writer) ThreadStart(t *ThreadStart) {
-	w.tmp = t.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkThread, w.tmp)
+	w.put(ChunkThread, t)
 }
 
 // ThreadExit appends a thread-exit chunk.
 func (w *Writer) ThreadExit(t *ThreadExit) {
-	w.tmp = t.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkThreadExit, w.tmp)
+	w.put(ChunkThreadExit, t)
 }
 
 // Agg sorts a (SortAgg) and appends it as one or more agg chunks of at most
@@ -63,27 +65,23 @@ func (w *Writer) Agg(a *Agg) {
 		n := min(len(pages), MaxAggPages)
 		part.Pages = pages[:n]
 		pages = pages[n:]
-		w.tmp = part.AppendPayload(w.tmp[:0])
-		w.chunk(ChunkAgg, w.tmp)
+		w.put(ChunkAgg, &part)
 	}
 }
 
 // Raw appends a raw chunk.
 func (w *Writer) Raw(r *Raw) {
-	w.tmp = r.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkRaw, w.tmp)
+	w.put(ChunkRaw, r)
 }
 
 // Note appends a note chunk.
 func (w *Writer) Note(n *Note) {
-	w.tmp = n.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkNote, w.tmp)
+	w.put(ChunkNote, n)
 }
 
 // End appends an end chunk.
 func (w *Writer) End(e *End) {
-	w.tmp = e.AppendPayload(w.tmp[:0])
-	w.chunk(ChunkEnd, w.tmp)
+	w.put(ChunkEnd, e)
 }
 
 // Buffered is the number of bytes Flush would write.
