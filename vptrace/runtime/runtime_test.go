@@ -389,20 +389,25 @@ func TestStress(t *testing.T) {
 	}
 }
 
+// childLine returns the pid and trace path a fork child of vt printed
+// ("C pid path").
+func childLine(t *testing.T, stdout string) (int, string) {
+	t.Helper()
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "C" {
+			if pid, _ := strconv.Atoi(f[1]); pid != 0 {
+				return pid, f[2]
+			}
+		}
+	}
+	t.Fatalf("no child line:\n%s", stdout)
+	return 0, ""
+}
+
 func TestFork(t *testing.T) {
 	r := runVT(t, nil, "fork")
 	mustOK(t, r)
-	var child int
-	var childPath string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "C" {
-			child, _ = strconv.Atoi(f[1])
-			childPath = f[2]
-		}
-	}
-	if child == 0 {
-		t.Fatalf("no child line:\n%s", r.stdout)
-	}
+	child, childPath := childLine(t, r.stdout)
 	if want := fmt.Sprintf("%s.%d", r.trace, child); childPath != want {
 		t.Errorf("child trace %q, want %q", childPath, want)
 	}
@@ -429,9 +434,8 @@ func TestFork(t *testing.T) {
 func TestSmallStack(t *testing.T) {
 	r := runVT(t, nil, "smallstack")
 	mustOK(t, r)
-	tr := load(t, r.trace)
-	compare(t, tr, expectations(t, r.stdout))
 	want := expectations(t, r.stdout)
+	compare(t, load(t, r.trace), want)
 	if len(want) != 1 {
 		t.Fatalf("%d threads expected, want 1", len(want))
 	}
@@ -450,20 +454,12 @@ func TestSmallStack(t *testing.T) {
 func TestCache(t *testing.T) {
 	r := runVT(t, nil, "cache")
 	mustOK(t, r)
-	var child, hits int
-	var childPath string
+	_, childPath := childLine(t, r.stdout)
+	var hits int
 	for _, l := range strings.Split(r.stdout, "\n") {
-		f := strings.Fields(l)
-		switch {
-		case len(f) == 3 && f[0] == "C":
-			child, _ = strconv.Atoi(f[1])
-			childPath = f[2]
-		case len(f) == 2 && f[0] == "H":
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "H" {
 			hits, _ = strconv.Atoi(f[1])
 		}
-	}
-	if child == 0 {
-		t.Fatalf("no child line:\n%s", r.stdout)
 	}
 	// the second site's pass over 300 pages and the third pass of the
 	// first site hit the cache, and part of the second round of 9000 pages
