@@ -211,12 +211,23 @@ static void MOVSQ_BACK(char *d_end, const char *s_end, size_t n)
 	rec_range(13, (uintptr_t)(d_end - 8 * n), n * 8);
 }
 
-/* a sweep site: every page from the lowest to the highest access, each of 8 bytes */
+/* a sweep's n 8-byte reads from first, step apart: every page from the
+ * lowest to the highest access (vpt_range, or a step of at most a page) */
+static void rec_span(int site, const char *first, long n, long step)
+{
+	const char *last = first + (n - 1) * step, *lo = step < 0 ? last : first, *hi = step < 0 ? first : last;
+	rec_range(site, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+}
 static void SWEEP(const char *p, long n, long step)
 {
-	const char *last = p + (n - 1) * step, *lo = step < 0 ? last : p, *hi = step < 0 ? p : last;
 	vt_sweep(p, n, step);
-	rec_range(14, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+	rec_span(14, p, n, step);
+}
+/* the same through a site the runtime's cache applies to */
+static void CSWEEP(const char *p, long n, long step)
+{
+	vt_csweep(p, n, step);
+	rec_span(18, p, n, step);
 }
 /* sweeps with a register step (vpt_range_dyn): n 8-byte reads at p,
  * p+step, ... (DSWEEP) or p-step, p-2*step, ... (DSWEEP_BACK); steps over
@@ -228,8 +239,7 @@ static void rec_steps(int site, const char *first, long n, long step)
 			rec_range(site, (uintptr_t)(first + i * step), 8);
 		return;
 	}
-	const char *last = first + (n - 1) * step, *lo = step < 0 ? last : first, *hi = step < 0 ? first : last;
-	rec_range(site, (uintptr_t)lo, (size_t)(hi - lo) + 8);
+	rec_span(site, first, n, step);
 }
 static void DSWEEP(const char *p, long n, long step)
 {
@@ -240,13 +250,6 @@ static void DSWEEP_BACK(const char *p, long n, long step)
 {
 	vt_dsweep_back(p, n, step);
 	rec_steps(20, p - step, n, -step);
-}
-/* the same through a site the runtime's cache applies to */
-static void CSWEEP(const char *p, long n, long step)
-{
-	const char *last = p + (n - 1) * step, *lo = step < 0 ? last : p, *hi = step < 0 ? p : last;
-	vt_csweep(p, n, step);
-	rec_range(18, (uintptr_t)lo, (size_t)(hi - lo) + 8);
 }
 
 /* rep string operations (vpt_rep) and sweeps (vpt_range): short and long
