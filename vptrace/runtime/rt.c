@@ -1402,13 +1402,13 @@ out:
 /* Events for pages p0..p1 at one site (rep string operations, sweeps,
  * vector accesses), but those the recent-page cache says this thread
  * recorded lately (sites of exact mode: all). */
-static void append_range_probe(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time, int probe)
+static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 {
 	struct vpt_thread *t = &vpt_t;
 	uint64_t cur, end, p;
 	int nested, st;
 	unsigned kind = ((const struct vpt_site *)(uintptr_t)site)->kind;
-	int cached = probe && !(kind & 4);
+	int cached = !(kind & 4);
 
 	if (p1 < p0)
 		return;
@@ -1475,11 +1475,6 @@ static void append_range_probe(uint64_t site, uint64_t p0, uint64_t p1, uint64_t
 	t->flags &= ~VTF_INBATCH;
 }
 
-static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
-{
-	append_range_probe(site, p0, p1, time, 1);
-}
-
 /* the most pages one rep instruction records (256 GiB): a larger range
  * means a corrupt count, and the instruction faults anyway */
 #define REP_MAX_PAGES (1ull << 26)
@@ -1498,19 +1493,9 @@ static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t s
 		n = (hi - lo) / ustep + 1;
 		if (n > REP_MAX_PAGES)
 			n = REP_MAX_PAGES;
-		struct vpt_thread *t = &vpt_t;
-		unsigned kind = s->kind;
 		for (uint64_t i = 0; i < n; i++) {
-			uint64_t a = lo + i * ustep, p0 = a >> 12, p1 = (a + size - 1) >> 12;
-			if (kind & 4) {
-				append_range_probe(site, p0, p1, time, 0);
-				continue;
-			}
-			/* the cache first, here: an access's page is seldom new,
-			 * and append_range costs more than the probe */
-			for (uint64_t p = p0; p <= p1; p++)
-				if (!cache_seen(t, kind, p))
-					append_range_probe(site, p, p, time, 0);
+			uint64_t a = lo + i * ustep;
+			append_range(site, a >> 12, (a + size - 1) >> 12, time);
 		}
 		return;
 	}
