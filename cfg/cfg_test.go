@@ -1,31 +1,16 @@
 package cfg_test
 
 import (
-	"os"
 	"testing"
 
 	"hijack/cfg"
 	"hijack/cfg/effect"
-	"hijack/elfobj"
-	"hijack/ibr"
 	"hijack/internal/testutil"
 )
 
 func program(t *testing.T, obj string) *cfg.Program {
 	t.Helper()
-	data, err := os.ReadFile(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := ibr.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg.Build(o)
+	return cfg.Build(testutil.BuildIBR(t, obj))
 }
 
 func graph(t *testing.T, p *cfg.Program, name string) *cfg.Graph {

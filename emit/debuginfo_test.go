@@ -21,6 +21,7 @@ import (
 
 	"hijack/elfobj"
 	"hijack/ibr"
+	"hijack/internal/testutil"
 )
 
 // These tests compile the sources in testdata/dwarf with the real
@@ -843,18 +844,7 @@ func TestDebugInfoRelocatedCallEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	dwMustRun(t, dir, "gcc", "-O2", "-g", "-gdwarf-4", "-c", src, "-o", "in.o")
-	in, err := os.ReadFile(filepath.Join(dir, "in.o"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := ibr.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := testutil.BuildIBR(t, filepath.Join(dir, "in.o"))
 	for _, s := range o.Code {
 		if strings.Contains(s.Problem, ".rela.debug_") {
 			t.Skipf("needs ibr to accept relocations from non-allocated sections into instructions: %s: %s", s.Elf.Name, s.Problem)

@@ -1,32 +1,18 @@
 package ibr_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/internal/testutil"
 )
 
 func build(t *testing.T, obj string) *ibr.Object {
 	t.Helper()
-	data, err := os.ReadFile(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := ibr.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
+	return testutil.BuildIBR(t, obj)
 }
 
 func buildString(t *testing.T, cc, name, text string, flags ...string) *ibr.Object {

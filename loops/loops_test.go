@@ -2,13 +2,10 @@ package loops_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
 	"hijack/cfg"
-	"hijack/elfobj"
-	"hijack/ibr"
 	"hijack/internal/testutil"
 	"hijack/loops"
 )
@@ -162,16 +159,7 @@ func cycleThrough(succs [][]int, v int) bool {
 func analyze(t *testing.T, cc, src string, flags ...string) (*loops.Analysis, *cfg.Program) {
 	t.Helper()
 	obj := testutil.Compile(t, t.TempDir(), cc, src, flags...)
-	data, _ := os.ReadFile(obj)
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := ibr.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cfg.Build(o)
+	p := cfg.Build(testutil.BuildIBR(t, obj))
 	return loops.Analyze(p), p
 }
 
