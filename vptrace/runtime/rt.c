@@ -1157,8 +1157,6 @@ static void atfork_child(void)
 
 static pthread_key_t vpt_key;
 static int key_state; /* 0 none, 1 creating, 2 ok, 3 failed */
-#define VTF_KEYED 32u
-#define VTF_FINAL 64u
 
 static void key_dtor(void *arg);
 
@@ -1185,6 +1183,36 @@ static void thread_chunk(struct vpt_thread *t)
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
 	write_chunk(CH_THREAD, iov, 2);
+}
+
+/* The range memo: what the last runs of sweep sites recorded in this
+ * thread, in the cache's mapping after its keys. A sweep run whose pages
+ * the memo holds records nothing: the range counterpart of a site's
+ * last-page slot (a column walk recorded again for the next column, the
+ * same array swept again). Direct-mapped by site, step (0 up to a page)
+ * and the 2 MiB region of the lowest address, so that a site sweeping
+ * several arrays in turn keeps one entry for each; a collision evicts. */
+struct range_memo {
+	uint64_t site;   /* 0: empty */
+	uint64_t epoch;  /* vpt_hot.epoch when it was noted */
+	uint64_t lo;     /* steps up to a page: pages lo..hi; over a page: the first access's address */
+	uint64_t hi;     /* over a page: the number of accesses */
+	int64_t step;    /* 0: steps up to a page; else the step (positive) */
+	uint64_t pad;
+};
+#define MEMO_N     1024
+#define MEMO_SHIFT 54 /* the top 10 bits of the hash */
+#define CACHE_BYTES (VPT_CACHE * 8 + MEMO_N * sizeof(struct range_memo))
+
+/* The thread's memo entry for a run of a site, step (0: up to a page)
+ * and lowest address; NULL before its cache is mapped. */
+static inline struct range_memo *memo_of(struct vpt_thread *t, uint64_t site, uint64_t step, uint64_t lo)
+{
+	uint64_t *c = t->cache;
+	if (!c)
+		return 0;
+	uint64_t key = site + step * 0x100000001b3ull + (lo >> 21) * 0xc2b2ae3d27d4eb4full;
+	return (struct range_memo *)(void *)(c + VPT_CACHE) + ((key * 0x9e3779b97f4a7c15ull) >> MEMO_SHIFT);
 }
 
 /* The recent-page cache of the per-event path (stubs.S), for the pages of
@@ -1214,7 +1242,7 @@ static inline void cache_note(struct vpt_thread *t, unsigned kind, uint64_t p)
  * handler's stub sees either the whole cache or none. */
 static void cache_map(struct vpt_thread *t)
 {
-	long p = sc6(SYS_mmap, 0, VPT_CACHE * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = sc6(SYS_mmap, 0, CACHE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return; /* no cache: every event is recorded */
 	STORE(&t->cache, (uint64_t *)p);
@@ -1224,7 +1252,7 @@ static void cache_unmap(struct vpt_thread *t)
 {
 	uint64_t *c = XCHG(&t->cache, NULL);
 	if (c)
-		sc3(SYS_munmap, (long)c, VPT_CACHE * 8, 0);
+		sc3(SYS_munmap, (long)c, CACHE_BYTES, 0);
 }
 
 static void thread_setup(struct vpt_thread *t)
@@ -1479,30 +1507,72 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
  * means a corrupt count, and the instruction faults anyway */
 #define REP_MAX_PAGES (1ull << 26)
 
-/* A sweep site's accesses from first to last (either order), each of the
- * site's size, step bytes apart: every page in between when the step is at
- * most a page, else each access's page. */
-static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t step)
+/* A sweep run's pages, through the thread's memo if memo is set: a run
+ * whose pages the memo holds records nothing. */
+static void range_pages(uint64_t site, uint64_t first, uint64_t last, int64_t step, int memo)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	uint64_t size = s->size ? s->size : 1;
-	if (step > 4096 || step < -4096) {
-		uint64_t time = LOAD(&vpt_hot.clock), n;
-		uint64_t ustep = step < 0 ? -(uint64_t)step : (uint64_t)step;
-		uint64_t lo = first < last ? first : last, hi = first < last ? last : first;
-		n = (hi - lo) / ustep + 1;
+	uint64_t epoch = LOAD(&vpt_hot.epoch), time = LOAD(&vpt_hot.clock);
+	uint64_t ustep = step < 0 ? -(uint64_t)step : (uint64_t)step;
+	int big = ustep > 4096;
+	uint64_t lo = first < last ? first : last, hi = first < last ? last : first;
+	struct range_memo *m = memo ? memo_of(&vpt_t, site, big ? ustep : 0, lo) : 0;
+	int mine = m && m->site == site && m->epoch == epoch;
+	if (big) {
+		uint64_t n = (hi - lo) / ustep + 1;
 		if (n > REP_MAX_PAGES)
 			n = REP_MAX_PAGES;
+		/* the same accesses as the last run, or fewer; with a step of
+		 * whole pages, the same pages when the first access's are */
+		if (mine && m->step == (int64_t)ustep && n <= m->hi &&
+		    (lo == m->lo || (ustep % 4096 == 0 && lo >> 12 == m->lo >> 12 && (lo + size - 1) >> 12 == (m->lo + size - 1) >> 12)))
+			return;
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t a = lo + i * ustep;
 			append_range(site, a >> 12, (a + size - 1) >> 12, time);
 		}
+		if (m)
+			*m = (struct range_memo){.site = site, .epoch = epoch, .lo = lo, .hi = n, .step = (int64_t)ustep};
 		return;
 	}
-	uint64_t lo = first < last ? first : last, hi = (first < last ? last : first) + size - 1;
+	hi += size - 1;
 	if ((hi >> 12) - (lo >> 12) >= REP_MAX_PAGES)
 		hi = lo + ((REP_MAX_PAGES - 1) << 12);
-	append_range(site, lo >> 12, hi >> 12, LOAD(&vpt_hot.clock));
+	uint64_t p0 = lo >> 12, p1 = hi >> 12;
+	if (mine && m->step == 0 && p0 <= m->hi + 1 && p1 + 1 >= m->lo) {
+		/* overlapping or adjacent: the pages the memo lacks, then the union */
+		if (p0 < m->lo) {
+			append_range(site, p0, m->lo - 1, time);
+			m->lo = p0;
+		}
+		if (p1 > m->hi) {
+			append_range(site, m->hi + 1, p1, time);
+			m->hi = p1;
+		}
+		return;
+	}
+	append_range(site, p0, p1, time);
+	if (m)
+		*m = (struct range_memo){.site = site, .epoch = epoch, .lo = p0, .hi = p1};
+}
+
+/* A sweep site's accesses from first to last (either order), each of the
+ * site's size, step bytes apart: every page in between when the step is at
+ * most a page, else each access's page. Sites of exact mode record every
+ * run; the others go through the memo, unless a signal handler interrupted
+ * the runtime on this thread (it records its runs whole and leaves the
+ * memo to the code it interrupted). */
+static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t step)
+{
+	struct vpt_thread *t = &vpt_t;
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	int memo = !(s->kind & 4) && !(t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO));
+	if (memo)
+		t->flags |= VTF_MEMO;
+	range_pages(site, first, last, step, memo);
+	if (memo)
+		t->flags &= ~VTF_MEMO;
 }
 
 /* vpt_range's general case (stubs.S, all registers saved); the site's

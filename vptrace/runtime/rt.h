@@ -42,6 +42,9 @@ struct vpt_event {
 #define VTF_EXITED  4u   /* our key destructor ran */
 #define VTF_RUNTIME 8u   /* a runtime thread (clock): events ignored */
 #define VTF_INIT    16u  /* this thread runs vpt_init */
+#define VTF_KEYED   32u  /* the thread's key is set: its destructor will run */
+#define VTF_FINAL   64u  /* the exit flush ran on this thread */
+#define VTF_MEMO    128u /* range_record is using the thread's range memo */
 
 struct vpt_buf;
 struct vpt_thread {

@@ -27,12 +27,14 @@
  *  18 vt_csweep    read, range (as 14, default mode)
  *  19 vt_dsweep    read, range with a register step (kind 0x48: vpt_range_dyn; rdx x 1)
  *  20 vt_dsweep_back read, range with a register step (rdx x -1, the access after the step)
+ *  21 vt_cdsweep   read, as 19, default mode
  *
- * Sites 0-14 have kind bit 2 (exact) set, so that the runtime records every
- * event they make and vt.c's counts stay simple; 15-17 do not, and vt.c
- * models the runtime's per-thread cache for them.
+ * Sites 0-14, 19 and 20 have kind bit 2 (exact) set, so that the runtime
+ * records every event they make and vt.c's counts stay simple; 15-18 and
+ * 21 do not, and vt.c models the runtime's per-thread cache and range memo
+ * for them.
  */
-#define NSITES 21
+#define NSITES 22
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -80,6 +82,7 @@ vt_sites:
 	SITE s_csweep, 0x10, 0xffffffff, 0, 0x41, 0, 8, 0
 	SITE s_dsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02000001
 	SITE s_dsweepb, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02ffffff
+	SITE s_cdsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 0, 0x02000001
 
 vt_strs:
 	.byte 0
@@ -103,6 +106,7 @@ s_cwrite: .asciz "vt_cwrite"
 s_csweep: .asciz "vt_csweep"
 s_dsweep: .asciz "vt_dsweep"
 s_dsweepb: .asciz "vt_dsweep_back"
+s_cdsweep: .asciz "vt_cdsweep"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:
@@ -317,6 +321,7 @@ vt_stosq:				/* void vt_stosq(void *dst, uint64_t v, size_t n) */
 
 	DSWEEPFN vt_dsweep, 19, addq, 2		/* long vt_dsweep(const char *p, long n >= 1, long step) */
 	DSWEEPFN vt_dsweep_back, 20, subq, 1	/* the same, reading p-step, p-2*step, ... */
+	DSWEEPFN vt_cdsweep, 21, addq, 2	/* vt_dsweep through a default-mode site */
 
 	.globl vt_movsq_back
 	.type vt_movsq_back, @function

@@ -43,14 +43,15 @@ void vt_cwrite(void *p);
 long vt_csweep(const char *p, long n, long step);
 long vt_dsweep(const char *p, long n, long step);
 long vt_dsweep_back(const char *p, long n, long step);
+long vt_cdsweep(const char *p, long n, long step);
 extern char vt_gbuf[];
 
-#define NSITES 21
-static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 1};
+#define NSITES 22
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 1, 1};
 /* exact: no last-page slot (the EXACT sequence, or not a FAST site) */
-static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1};
 /* cached: the site lacks the exact bit, the runtime's recent-page cache applies */
-static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1};
+static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1, [21] = 1};
 
 /* ---- expectations ---- */
 
@@ -223,11 +224,66 @@ static void SWEEP(const char *p, long n, long step)
 	vt_sweep(p, n, step);
 	rec_span(14, p, n, step);
 }
-/* the same through a site the runtime's cache applies to */
+/* The runtime's per-thread range memo (rt.c, range_record), mirrored for
+ * the default-mode sweep sites: 1024 entries, direct-mapped by site
+ * address, step (0 up to a page) and 2 MiB region of the lowest address.
+ * A run within the pages its entry's site recorded in this thread and
+ * epoch records nothing, an overlapping or adjacent one the pages it adds;
+ * with a step over a page, a run of the same accesses (or of the same
+ * pages, for whole-page steps), or fewer, records nothing. A one-page
+ * vpt_range run (site 18) bypasses it. */
+static __thread struct memo {
+	int site1;              /* site + 1, 0: empty */
+	uint64_t epoch, lo, hi; /* pages, or the first address and the count */
+	long step;              /* 0: steps up to a page */
+} *tmemo; /* calloc'ed (static TLS this large fails small-stack threads) */
+extern char vt_sites[];
+static void rec_memo(int site, const char *first, long n, long step)
+{
+	uintptr_t f = (uintptr_t)first, l = f + (n - 1) * step, lo = step < 0 ? l : f, hi = step < 0 ? f : l;
+	long ustep = step < 0 ? -step : step;
+	uint64_t key = (uint64_t)(uintptr_t)(vt_sites + 32 * site) + (uint64_t)(ustep > 4096 ? ustep : 0) * 0x100000001b3ull +
+		       (lo >> 21) * 0xc2b2ae3d27d4eb4full;
+	if (!tmemo)
+		tmemo = calloc(1024, sizeof *tmemo);
+	struct memo *m = &tmemo[(key * 0x9e3779b97f4a7c15ull) >> 54];
+	int mine = m->site1 == site + 1 && m->epoch == g_epoch;
+	if (!g_active)
+		return;
+	if (ustep > 4096) {
+		if (mine && m->step == ustep && (uint64_t)n <= m->hi &&
+		    (lo == m->lo || (ustep % 4096 == 0 && lo >> 12 == m->lo >> 12 && (lo + 7) >> 12 == (m->lo + 7) >> 12)))
+			return;
+		for (long i = 0; i < n; i++)
+			rec_range(site, lo + i * ustep, 8);
+		*m = (struct memo){site + 1, g_epoch, lo, (uint64_t)n, ustep};
+		return;
+	}
+	uint64_t p0 = lo >> 12, p1 = (hi + 7) >> 12;
+	if (site == 18 && p0 == p1) {
+		rec(site, (void *)lo);
+		return;
+	}
+	if (mine && m->step == 0 && p0 <= m->hi + 1 && p1 + 1 >= m->lo) {
+		if (p0 < m->lo)
+			rec_range(site, p0 << 12, (m->lo - p0) << 12);
+		if (p1 > m->hi)
+			rec_range(site, (m->hi + 1) << 12, (p1 - m->hi) << 12);
+		if (p0 < m->lo)
+			m->lo = p0;
+		if (p1 > m->hi)
+			m->hi = p1;
+		return;
+	}
+	rec_range(site, p0 << 12, (p1 - p0 + 1) << 12);
+	*m = (struct memo){site + 1, g_epoch, p0, p1, 0};
+}
+
+/* the same through a site the runtime's cache and memo apply to */
 static void CSWEEP(const char *p, long n, long step)
 {
 	vt_csweep(p, n, step);
-	rec_span(18, p, n, step);
+	rec_memo(18, p, n, step);
 }
 /* sweeps with a register step (vpt_range_dyn): n 8-byte reads at p,
  * p+step, ... (DSWEEP) or p-step, p-2*step, ... (DSWEEP_BACK); steps over
@@ -250,6 +306,12 @@ static void DSWEEP_BACK(const char *p, long n, long step)
 {
 	vt_dsweep_back(p, n, step);
 	rec_steps(20, p - step, n, -step);
+}
+/* DSWEEP through a default-mode site: the cache and the memo apply */
+static void CDSWEEP(const char *p, long n, long step)
+{
+	vt_cdsweep(p, n, step);
+	rec_memo(21, p, n, step);
 }
 
 /* rep string operations (vpt_rep) and sweeps (vpt_range): short and long
@@ -593,6 +655,57 @@ static int cachetest(void)
 	CSWEEP(b, 300, 4096);  /* all cached now */
 	for (int i = 0; i < 50; i++)
 		CSWEEP(big + (size_t)(i * 97 % 9000) * 4096, 40, 512);
+	/* the memo: a site's runs recorded lately, even after the cache lost
+	 * their pages (writes to 9000 pages: other keys, evicting part of the
+	 * reads') */
+	for (int j = 0; j < 20; j++) /* a column walk, column after column */
+		CSWEEP(big + 8 * j, 600, 4088);
+	for (int i = 0; i < 9000; i++)
+		CW(big + (size_t)i * 4096);
+	for (int j = 20; j < 40; j++)
+		CSWEEP(big + 8 * j, 600, 4088);
+	CSWEEP(big + 4096 * 590, 30, 4096); /* overlaps the end: 20 more pages */
+	CSWEEP(big + 4096 * 580, 5, 4096);  /* within */
+	CSWEEP(big + 4096 * 700, 5, 4096);  /* elsewhere: recorded, the memo moves */
+	CSWEEP(big + 4096 * 100, 5, 4096);  /* the column's pages again: not in the memo */
+	/* steps over a page: the same accesses, or fewer, or the same pages */
+	for (int j = 0; j < 4; j++) {
+		CDSWEEP(big + 4096 * 1000, 200 - j, 3 * 4096 + 8);
+		CDSWEEP(big + 4096 * 1000 + 8, 200, 3 * 4096 + 8); /* not the same accesses */
+		for (int i = 0; i < 9000; i++)
+			CW(big + (size_t)i * 4096);
+	}
+	for (int j = 0; j < 4; j++) {
+		CDSWEEP(big + 4096 * 2000 + 8 * j, 150 - j, 4096 * 5);
+		for (int i = 0; i < 9000; i++)
+			CW(big + (size_t)i * 4096);
+	}
+	char *fresh = pages(60); /* pages no site read yet */
+	CDSWEEP(fresh, 10, 4096 * 5);
+	CDSWEEP(fresh + 4090, 10, 4096 * 5); /* straddles: the same first pages, and others */
+	char *f2 = aligned_alloc(1 << 21, 130 * 4096); /* one memo region */
+	memset(f2, 0, 130 * 4096);
+	CSWEEP(f2, 20, 4096);             /* pages 0-19 */
+	CSWEEP(f2 + 4096 * 21, 30, 4096); /* 21-50: a gap, not adjacent */
+	CSWEEP(f2 + 4096 * 45, 40, 4096); /* 45-84: overlaps, 51-84 recorded */
+	for (int i = 0; i < 9000; i++)
+		CW(big + (size_t)i * 4096);
+	CSWEEP(f2 + 4096 * 60, 25, 4096); /* 60-84: within the union */
+	CDSWEEP(f2 + 4096 * 100, 5, 4096 * 3);
+	CDSWEEP(f2 + 4096 * 100, 10, 4096 * 3); /* more accesses than the last run */
+	for (int r = 0; r < 3; r++) { /* one site, two arrays in turn: an entry each */
+		CDSWEEP(big + 4096 * 3000, 300, 4096 * 3);
+		CDSWEEP(big + 4096 * 6000, 300, 4096 * 3);
+		for (int i = 0; i < 9000; i++)
+			CW(big + (size_t)i * 4096);
+	}
+	CDSWEEP(big + 4096 * 1000, 200, -(3 * 4096 + 8));     /* backwards: other accesses */
+	vptrace_stop();
+	g_active = 0;
+	CSWEEP(big, 10, 4096);
+	start(); /* a new epoch: the memo is stale */
+	for (int j = 0; j < 3; j++)
+		CSWEEP(big + 8 * j, 600, 4088);
 	printf("H %ld\n", g_cache_hits);
 	dump();
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
