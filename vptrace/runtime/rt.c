@@ -1215,19 +1215,27 @@ static inline struct range_memo *memo_of(struct vpt_thread *t, uint64_t site, ui
 	return (struct range_memo *)(void *)(c + VPT_CACHE) + ((key * 0x9e3779b97f4a7c15ull) >> MEMO_SHIFT);
 }
 
-/* The recent-page cache of the per-event path (stubs.S), for the pages of
- * ranges: whether this thread recorded page p for this kind of access
- * lately (then it is not recorded again); notes it if not. */
+/* The recent-page cache of the per-event path (stubs.S, rt.h), for the
+ * pages of ranges: whether this thread recorded page p lately for every
+ * kind of access in kind (then it is not recorded again); notes it if
+ * not. */
 static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
 {
-	uint64_t *c = t->cache;
-	uint64_t key = ((p + 1) << 2 | (kind & 3)) + LOAD(&vpt_hot.epoch);
-	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT;
-	if (!c)
+	uint64_t *c = t->cache, k = kind & 3;
+	uint64_t key = ((p + 1) << 2) + LOAD(&vpt_hot.epoch);
+	if (!c || !k)
 		return 0;
-	if (c[h] == key)
-		return 1;
-	c[h] = key;
+	uint64_t *set = c + 2 * ((key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT);
+	for (int w = 0; w < 2; w++) {
+		if ((set[w] ^ key) <= 3) {
+			if ((set[w] & k) == k)
+				return 1;
+			set[w] |= k;
+			return 0;
+		}
+	}
+	set[1] = set[0];
+	set[0] = key | k;
 	return 0;
 }
 

@@ -11,9 +11,9 @@
 #define VT_END    8   /* end of the event array; cur >= end: batch path */
 #define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
 #define VT_FLAGS  20
-#define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE keys, or 0 */
-#define VPT_CACHE 16384 /* entries */
-#define VPT_CACHE_SHIFT 50 /* the hash keeps the top 14 bits of key * 0x9e3779b97f4a7c15 */
+#define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE entries, or 0 */
+#define VPT_CACHE 32768 /* entries: VPT_CACHE / 2 sets of two */
+#define VPT_CACHE_SHIFT 50 /* the set: the top 14 bits of key * 0x9e3779b97f4a7c15 */
 
 #define VPT_EV_SIZE   24   /* struct vpt_event */
 #define VPT_BUF_HDR   128  /* events start at this offset in a buffer */
@@ -60,12 +60,16 @@ struct vpt_thread {
 	uint32_t tid;          /* 64 */
 	uint32_t pad;
 	char name[16];         /* 72: thread name at its first event */
-	/* 88: pages this thread recorded recently, as keys (page+1) << 2 |
-	 * read/write kind, plus the epoch: an access of the same kind to a page
-	 * recorded lately is not recorded again, whichever site it comes from
-	 * (sites of exact mode always are). VPT_CACHE keys, mapped when the
-	 * thread is set up and unmapped at its exit (static TLS this large
-	 * would fail pthread_create for threads with small stacks); 0: none. */
+	/* 88: pages this thread recorded recently, with the kinds of access
+	 * (read, write) it recorded them for: entries ((page+1) << 2) + epoch
+	 * | kinds, two-way set-associative (a set: the page key's hash; a new
+	 * page goes first, the first entry moves second, the second leaves).
+	 * An access whose kinds its page's entry has is not recorded again,
+	 * whichever site it comes from (sites of exact mode always are).
+	 * VPT_CACHE entries, mapped when the thread is set up and unmapped at
+	 * its exit (static TLS this large would fail pthread_create for
+	 * threads with small stacks); 0: none. The range memo (rt.c) follows
+	 * them in the mapping. */
 	uint64_t *cache;
 	uint64_t pad3[4];      /* 96 */
 };

@@ -133,25 +133,47 @@ vpt_event:
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi         /* site = end of the nopl + disp32 */
 	movq vpt_t@gottpoff(%rip), %rdx
-	/* The recent-page cache: an access of the same kind (read/write) to a
-	 * page this thread recorded lately is not recorded again, unless the
-	 * site is of exact mode (kind bit 2). */
+	/* The recent-page cache (rt.h): an access to a page this thread
+	 * recorded lately for every kind (read, write) of this access is not
+	 * recorded again, unless the site is of exact mode (kind bit 2). */
 	movzbl 16(%rsi), %eax           /* kind */
 	testb $4, %al
 	jnz 1f
-	andl $3, %eax
-	leaq (%rax,%rdi,4), %rax
-	addq vpt_hot+VH_EPOCH(%rip), %rax   /* key: (page+1) << 2 | kind, + epoch */
+	andl $3, %eax                   /* k: 1 read, 2 write, 3 both */
+	jz 2f                           /* neither (no such sites): not cached */
+	leaq (,%rdi,4), %r8
+	addq vpt_hot+VH_EPOCH(%rip), %r8    /* the page's key: (page+1) << 2, + epoch */
 	movq %fs:VT_CACHE(%rdx), %rsi   /* the thread's cache: none before its first batch */
 	testq %rsi, %rsi
 	jz 2f
-	movabsq $0x9e3779b97f4a7c15, %r8    /* Fibonacci hashing: the top bits */
-	imulq %rax, %r8
-	shrq $VPT_CACHE_SHIFT, %r8      /* the top bits: VPT_CACHE entries */
-	leaq (%rsi,%r8,8), %rsi
-	cmpq %rax, (%rsi)
-	je .Lret
-	movq %rax, (%rsi)
+	movabsq $0x9e3779b97f4a7c15, %rdx   /* Fibonacci hashing: the top bits */
+	imulq %r8, %rdx
+	shrq $VPT_CACHE_SHIFT, %rdx
+	shlq $4, %rdx
+	addq %rdx, %rsi                 /* the set: two entries, key | kinds recorded */
+	movq (%rsi), %rdx
+	xorq %r8, %rdx                  /* at most 3: this page, rdx = its kinds */
+	cmpq $3, %rdx
+	ja 3f
+	notl %edx
+	testl %eax, %edx
+	jz .Lret                        /* every kind of this access recorded */
+	orq %rax, (%rsi)
+	jmp 4f
+3:	movq 8(%rsi), %rdx
+	xorq %r8, %rdx
+	cmpq $3, %rdx
+	ja 5f
+	notl %edx
+	testl %eax, %edx
+	jz .Lret
+	orq %rax, 8(%rsi)
+	jmp 4f
+5:	movq (%rsi), %rdx               /* in neither: the first entry moves to the second */
+	movq %rdx, 8(%rsi)
+	orq %rax, %r8
+	movq %r8, (%rsi)
+4:	movq vpt_t@gottpoff(%rip), %rdx
 2:	movq 48(%rsp), %rsi             /* the site again */
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi

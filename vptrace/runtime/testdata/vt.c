@@ -81,9 +81,11 @@ static struct sim *cursim(void)
 }
 
 /* The runtime's per-thread recent-page cache (rt.h, stubs.S), mirrored:
- * direct-mapped, 16384 keys ((page+1) << 2 | read/write kind) + epoch,
- * Fibonacci hashing; the epoch moves on by 1 << 40 at each vptrace_start
- * that restarts tracing, and in a fork child. */
+ * 32768 entries ((page+1) << 2) + epoch | kinds recorded, two-way
+ * set-associative (the set: the top 14 bits of the page key times the
+ * Fibonacci constant; a new page goes first, the first entry moves
+ * second); the epoch moves on by 1 << 40 at each vptrace_start that
+ * restarts tracing, and in a fork child. */
 static __thread uint64_t *tcache;
 static uint64_t g_epoch;
 static long g_cache_hits; /* events the model expects the cache to drop */
@@ -91,14 +93,20 @@ static long g_cache_hits; /* events the model expects the cache to drop */
 static int cache_hit(uint64_t p1, int kind)
 {
 	if (!tcache)
-		tcache = calloc(16384, sizeof(uint64_t));
-	uint64_t key = (p1 << 2 | (uint64_t)(kind & 3)) + g_epoch;
-	uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 50;
-	if (tcache[h] == key) {
-		__sync_fetch_and_add(&g_cache_hits, 1);
-		return 1;
-	}
-	tcache[h] = key;
+		tcache = calloc(32768, sizeof(uint64_t));
+	uint64_t key = (p1 << 2) + g_epoch, k = (uint64_t)(kind & 3);
+	uint64_t *set = tcache + 2 * ((key * 0x9E3779B97F4A7C15ull) >> 50);
+	for (int w = 0; w < 2; w++)
+		if ((set[w] ^ key) <= 3) {
+			if ((set[w] & k) == k) {
+				__sync_fetch_and_add(&g_cache_hits, 1);
+				return 1;
+			}
+			set[w] |= k;
+			return 0;
+		}
+	set[1] = set[0];
+	set[0] = key | k;
 	return 0;
 }
 
@@ -693,6 +701,12 @@ static int cachetest(void)
 	CSWEEP(f2 + 4096 * 60, 25, 4096); /* 60-84: within the union */
 	CDSWEEP(f2 + 4096 * 100, 5, 4096 * 3);
 	CDSWEEP(f2 + 4096 * 100, 10, 4096 * 3); /* more accesses than the last run */
+	char *f3 = pages(10); /* a page's entry holds the kinds recorded */
+	for (int i = 0; i < 10; i++)
+		CW(f3 + i * 4096);
+	CSWEEP(f3, 10, 4096); /* reads: recorded, and added to the entries */
+	for (int i = 0; i < 10; i++)
+		CR(f3 + i * 4096); /* cached */
 	for (int r = 0; r < 3; r++) { /* one site, two arrays in turn: an entry each */
 		CDSWEEP(big + 4096 * 3000, 300, 4096 * 3);
 		CDSWEEP(big + 4096 * 6000, 300, 4096 * 3);
