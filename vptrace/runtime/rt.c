@@ -1462,6 +1462,9 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 	t->end = 0; /* signal handlers' events now go to vpt_full: dropped */
 	for (p = p0;; p++) {
 		struct vpt_event *e;
+		/* the thread's first event maps its cache below: note the
+		 * pages recorded before it was there */
+		int unnoted = cached && !t->cache;
 		if (cached && cache_seen(t, kind, p)) {
 			if (p == p1)
 				break;
@@ -1503,6 +1506,8 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 		e->time = time;
 		STORER(&e->site, site);
 		cur += VPT_EV_SIZE;
+		if (unnoted)
+			cache_note(t, kind, p);
 		if (p == p1)
 			break;
 	}

@@ -728,10 +728,12 @@ func TestRep(t *testing.T) {
 	}
 }
 
-// TestRegisters: every vpt_slow_<reg> (and vpt_rep) preserves every general register,
-// the arithmetic flags and DF, ymm0-15, MXCSR and the x87 state, on the
-// per-event path and on the batch path (first event of a thread, full
-// buffers).
+// TestRegisters: every vpt_slow_<reg> (and vpt_rep, vpt_range, vpt_vec)
+// preserves every general register, the arithmetic flags and DF, ymm0-15,
+// MXCSR and the x87 state, on the per-event path and on the batch path
+// (first event of a thread, full buffers), and vpt_vec's fast path (the
+// pages in the cache) as well as its full path; the events match vt.c's
+// model.
 func TestRegisters(t *testing.T) {
 	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}, {"VPTRACE_RAW=1", "VPTRACE_BUFKB=4"}} {
 		r := runVT(t, env, "regs")
@@ -741,8 +743,8 @@ func TestRegisters(t *testing.T) {
 		mustOK(t, r)
 		tr := load(t, r.trace)
 		want := expectations(t, r.stdout)
-		if len(want) != 17 {
-			t.Errorf("%d threads, want 17", len(want))
+		if len(want) != 20 {
+			t.Errorf("%d threads, want 20", len(want))
 		}
 		compare(t, tr, want)
 	}

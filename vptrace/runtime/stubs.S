@@ -503,7 +503,250 @@ vpt_range:
 	.size \name, .-\name
 	.endm
 
-	FULLSTUB vpt_vec, vpt_vec_c
+	FULLSTUB vpt_vec_full, vpt_vec_c
+	.hidden vpt_vec_full
+
+/*
+ * vpt_vec: vpt_vec_full's fast path, for when the thread's recent-page
+ * cache has every page the vector access touches, for its kinds of access
+ * (a gather in a loop over pages recorded lately): reads the index and
+ * mask registers the site's descriptor names (rt.c VD_*) without saving
+ * the vector state, probes the cache without changing it, and returns.
+ * Anything else (a page not there, exact mode, no cache yet, a descriptor
+ * it does not know) goes to vpt_vec_full with the stack as on entry,
+ * which records as before (its probes note the pages). Preserves every
+ * register and the arithmetic flags (seto/lahf).
+ */
+	.globl vpt_vec
+	.type vpt_vec, @function
+	.p2align 4
+vpt_vec:
+	.cfi_startproc
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	pushq %rbx
+	.cfi_adjust_cfa_offset 8
+	pushq %rcx
+	.cfi_adjust_cfa_offset 8
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi
+	.cfi_adjust_cfa_offset 8
+	pushq %rdi
+	.cfi_adjust_cfa_offset 8
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	pushq %r8
+	.cfi_adjust_cfa_offset 8
+	pushq %r9
+	.cfi_adjust_cfa_offset 8
+	pushq %r10
+	.cfi_adjust_cfa_offset 8
+	pushq %r11
+	.cfi_adjust_cfa_offset 8
+	seto %al
+	lahf
+	subq $80, %rsp                  /* 0 indices, 32 mask, 64 a page, 72 flags; 80 r11 .. 160 rax, 168 ret, 176 base */
+	.cfi_adjust_cfa_offset 80
+	movl %eax, 72(%rsp)
+	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
+	je .Lvec_ret
+	movq 168(%rsp), %rsi            /* return address -> nopl site(%rip) */
+	movslq 3(%rsi), %rax
+	leaq 7(%rsi,%rax), %rsi         /* site */
+	movzbl 16(%rsi), %ebp           /* kind */
+	testl $4, %ebp
+	jnz .Lvec_full                  /* exact mode */
+	andl $3, %ebp                   /* k: every kind of the access must be there */
+	jz .Lvec_full
+	movzwl 18(%rsi), %ebx           /* element size */
+	cmpl $4, %ebx
+	je 1f
+	cmpl $8, %ebx
+	jne .Lvec_full
+1:	movl 24(%rsi), %edi             /* the descriptor (rt.c VD_*) */
+	movl %edi, %esi
+	shrl $9, %esi
+	andl $0x3f, %esi                /* elements */
+	cmpl $8, %esi
+	ja .Lvec_full
+	movq vpt_t@gottpoff(%rip), %rdx
+	movq %fs:VT_CACHE(%rdx), %r10   /* the cache: none before the thread's first batch */
+	testq %r10, %r10
+	jz .Lvec_full
+	movq vpt_hot+VH_EPOCH(%rip), %r9
+	movq 176(%rsp), %r11            /* base */
+	btl $20, %edi                   /* a mask */
+	jnc 2f
+	movl %edi, %eax
+	shrl $15, %eax
+	andl $0x1f, %eax
+	cmpl $15, %eax
+	ja .Lvec_full
+	leaq .Lvec_st32(%rip), %rdx
+	leaq (%rdx,%rax,8), %rdx
+	call *%rdx                      /* the mask register to 32(%rsp) */
+2:	movq %rbx, %r8                  /* the multiplier: the element size, or 1 << scale */
+	btl $5, %edi                    /* VSIB: indices */
+	jnc 3f
+	movl %edi, %eax
+	andl $0x1f, %eax
+	cmpl $15, %eax
+	ja .Lvec_full
+	leaq .Lvec_st0(%rip), %rdx
+	leaq (%rdx,%rax,8), %rdx
+	call *%rdx                      /* the index register to 0(%rsp) */
+	movl %edi, %ecx
+	shrl $6, %ecx
+	andl $3, %ecx
+	movl $1, %r8d
+	shll %cl, %r8d
+3:	xorl %ecx, %ecx                 /* e */
+.Lvec_elem:
+	cmpl %esi, %ecx
+	jae .Lvec_ret                   /* every page there */
+	btl $20, %edi
+	jnc 4f
+	cmpl $4, %ebx                   /* the mask lane: the sign of element e */
+	jne 5f
+	cmpl $0, 32(%rsp,%rcx,4)
+	jmp 6f
+5:	cmpq $0, 32(%rsp,%rcx,8)
+6:	jge .Lvec_next                  /* lane off */
+4:	movq %rcx, %rax                 /* no indices: element e */
+	btl $5, %edi
+	jnc 7f
+	btl $8, %edi
+	jc 8f
+	movslq (%rsp,%rcx,4), %rax      /* dword index */
+	jmp 7f
+8:	movq (%rsp,%rcx,8), %rax        /* qword index */
+7:	imulq %r8, %rax
+	addq %r11, %rax                 /* the element's address */
+	leaq -1(%rax,%rbx), %rdx        /* its last byte */
+	shrq $12, %rax
+	shrq $12, %rdx
+	movq %rax, 64(%rsp)
+	cmpq %rax, %rdx
+	je 9f
+	call .Lvec_has                  /* the last page, when it is another */
+	jne .Lvec_full
+	movq 64(%rsp), %rdx
+9:	call .Lvec_has                  /* the first */
+	jne .Lvec_full
+.Lvec_next:
+	incl %ecx
+	jmp .Lvec_elem
+
+.Lvec_ret:
+	movl 72(%rsp), %eax
+	addb $0x7f, %al                 /* OF */
+	sahf                            /* SF ZF AF PF CF */
+	leaq 80(%rsp), %rsp
+	.cfi_adjust_cfa_offset -80
+	popq %r11
+	.cfi_adjust_cfa_offset -8
+	popq %r10
+	.cfi_adjust_cfa_offset -8
+	popq %r9
+	.cfi_adjust_cfa_offset -8
+	popq %r8
+	.cfi_adjust_cfa_offset -8
+	popq %rbp
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rbx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	ret
+
+.Lvec_full:
+	.cfi_adjust_cfa_offset 168
+	movl 72(%rsp), %eax
+	addb $0x7f, %al
+	sahf
+	leaq 80(%rsp), %rsp
+	.cfi_adjust_cfa_offset -80
+	popq %r11
+	.cfi_adjust_cfa_offset -8
+	popq %r10
+	.cfi_adjust_cfa_offset -8
+	popq %r9
+	.cfi_adjust_cfa_offset -8
+	popq %r8
+	.cfi_adjust_cfa_offset -8
+	popq %rbp
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	popq %rbx
+	.cfi_adjust_cfa_offset -8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	jmp vpt_vec_full
+
+/* .Lvec_has: ZF set if the cache (r10, epoch r9) has page rdx for every
+ * kind in ebp. Clobbers rax, rdx. */
+.Lvec_has:
+	.cfi_def_cfa_offset 184
+	leaq 4(,%rdx,4), %rdx
+	addq %r9, %rdx                  /* the page's key: (page+1) << 2, + epoch */
+	movabsq $0x9e3779b97f4a7c15, %rax
+	imulq %rdx, %rax
+	shrq $VPT_CACHE_SHIFT, %rax
+	shlq $4, %rax
+	addq %r10, %rax                 /* the set */
+	pushq %rdx
+	.cfi_adjust_cfa_offset 8
+	xorq (%rax), %rdx               /* at most 3: this page, rdx = its kinds */
+	cmpq $3, %rdx
+	jbe 1f
+	movq (%rsp), %rdx
+	xorq 8(%rax), %rdx
+	cmpq $3, %rdx
+	jbe 1f
+	popq %rdx
+	.cfi_adjust_cfa_offset -8
+	testq %rsp, %rsp                /* ZF clear: not there */
+	ret
+1:	.cfi_adjust_cfa_offset 8
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	notl %edx
+	testl %ebp, %edx                /* ZF: no kind of the access missing */
+	ret
+	.cfi_endproc
+	.size vpt_vec, .-vpt_vec
+
+/* vmovdqu %ymmN, 8(%rsp) / 40(%rsp) (past the return address): the index
+ * and mask registers of vpt_vec, by number; 8 bytes each */
+	.p2align 3
+.Lvec_st0:
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	vmovdqu %ymm\n, 8(%rsp)
+	ret
+	.p2align 3
+	.endr
+.Lvec_st32:
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	vmovdqu %ymm\n, 40(%rsp)
+	ret
+	.p2align 3
+	.endr
 	FULLSTUB vpt_rep_after, vpt_rep_after_c
 	FULLSTUB vpt_range_dyn, vpt_range_dyn_c
 

@@ -3,7 +3,9 @@
  * (arithmetic flags and DF), ymm0-15, MXCSR, the x87 control word and an x87
  * stack value from *in, calls vpt_slow_<reg> exactly as instrumented code
  * does (site 7 of sites.S), and stores all of it to *out for vt.c to
- * compare. Needs AVX.
+ * compare. vt_regtest_rep, _range and _vec<k> call vpt_rep (site 9),
+ * vpt_range (site 14, the addresses from vt_rfirst/vt_rlast) and vpt_vec
+ * (site k, the base from vt_vbase) instead. Needs AVX.
  *
  * struct regstate (vt.c): gpr[16] (x86 encoding order, [4] = rsp unused) at
  * 0, flags at 128, ymm[16][32] at 136, mxcsr at 648, fcw at 652, st0[10] at
@@ -21,7 +23,7 @@ vt_regout:
 	.zero 8
 
 	.text
-	.macro REGTEST reg
+	.macro REGTEST reg, how=slow, k=7
 	.globl vt_regtest_\reg
 	.type vt_regtest_\reg, @function
 	.p2align 4
@@ -71,20 +73,26 @@ vt_regtest_\reg:
 	movq 8*0(%rax), %rax
 	popfq
 	leaq -128(%rsp), %rsp
-	.ifc \reg,rep
+	.ifc \how,rep
 	call vpt_rep
 	nopl vt_sites+32*9(%rip)	/* rep source, from rsi */
-	.else
-	.ifc \reg,range
+	.endif
+	.ifc \how,range
 	pushq %fs:vt_rfirst@tpoff
 	pushq %fs:vt_rlast@tpoff
 	call vpt_range
 	nopl vt_sites+32*14(%rip)	/* a sweep's range */
 	leaq 16(%rsp), %rsp
-	.else
-	call vpt_slow_\reg
-	nopl vt_sites+32*7(%rip)
 	.endif
+	.ifc \how,vec
+	pushq %fs:vt_vbase@tpoff
+	call vpt_vec
+	nopl vt_sites+32*\k(%rip)	/* a vector access */
+	leaq 8(%rsp), %rsp
+	.endif
+	.ifc \how,slow
+	call vpt_slow_\reg
+	nopl vt_sites+32*\k(%rip)
 	.endif
 	leaq 128(%rsp), %rsp
 	pushfq
@@ -109,8 +117,11 @@ vt_regtest_\reg:
 	REGTEST r13
 	REGTEST r14
 	REGTEST r15
-	REGTEST rep
-	REGTEST range
+	REGTEST rep, rep
+	REGTEST range, range
+	REGTEST vec22, vec, 22
+	REGTEST vec23, vec, 23
+	REGTEST vec24, vec, 24
 
 vt_regtest_tail:
 	movq %rcx, 8*1(%rax)

@@ -28,13 +28,16 @@
  *  19 vt_dsweep    read, range with a register step (kind 0x48: vpt_range_dyn; rdx x 1)
  *  20 vt_dsweep_back read, range with a register step (rdx x -1, the access after the step)
  *  21 vt_cdsweep   read, as 19, default mode
+ *  22 (regs.S)     read, vector (vpt_vec, default mode): a dword gather, indices ymm1 x 4, mask ymm2
+ *  23 (regs.S)     read, vector: a qword gather, indices ymm3 x 8, mask ymm4, 8-byte elements
+ *  24 (regs.S)     write, vector: a masked dword store at the base, mask ymm6
  *
  * Sites 0-14, 19 and 20 have kind bit 2 (exact) set, so that the runtime
  * records every event they make and vt.c's counts stay simple; 15-18 and
- * 21 do not, and vt.c models the runtime's per-thread cache and range memo
- * for them.
+ * 21-24 do not, and vt.c models the runtime's per-thread cache and range
+ * memo for them.
  */
-#define NSITES 22
+#define NSITES 25
 
 	.section .vptrace,"a",@progbits
 	.p2align 3
@@ -83,6 +86,11 @@ vt_sites:
 	SITE s_dsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02000001
 	SITE s_dsweepb, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02ffffff
 	SITE s_cdsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 0, 0x02000001
+	/* vector descriptors (rt.c VD_*): index register, VSIB 1<<5, log2
+	 * scale <<6, qword indices 1<<8, count <<9, mask register <<15, mask 1<<20 */
+	SITE s_vec, 0x10, 0xffffffff, 0, 0x81, 0, 4, 0, 1 | 1<<5 | 2<<6 | 8<<9 | 2<<15 | 1<<20
+	SITE s_vec, 0x20, 0xffffffff, 0, 0x81, 0, 8, 0, 3 | 1<<5 | 3<<6 | 1<<8 | 4<<9 | 4<<15 | 1<<20
+	SITE s_vec, 0x30, 0xffffffff, 0, 0x82, 0, 4, 0, 8<<9 | 6<<15 | 1<<20
 
 vt_strs:
 	.byte 0
@@ -107,6 +115,7 @@ s_csweep: .asciz "vt_csweep"
 s_dsweep: .asciz "vt_dsweep"
 s_dsweepb: .asciz "vt_dsweep_back"
 s_cdsweep: .asciz "vt_cdsweep"
+s_vec:	.asciz "vt_regtest_vec"
 s_gbuf:	.asciz "vt_gbuf"
 s_tvar:	.asciz "vt_tvar"
 vt_strs_end:

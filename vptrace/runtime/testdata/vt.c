@@ -46,12 +46,12 @@ long vt_dsweep_back(const char *p, long n, long step);
 long vt_cdsweep(const char *p, long n, long step);
 extern char vt_gbuf[];
 
-#define NSITES 22
-static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 1, 1};
+#define NSITES 25
+static const int kinds[NSITES] = {1, 2, 3, 2, 1, 1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2};
 /* exact: no last-page slot (the EXACT sequence, or not a FAST site) */
-static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1};
+static const int exact[NSITES] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
 /* cached: the site lacks the exact bit, the runtime's recent-page cache applies */
-static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1, [21] = 1};
+static const int cached[NSITES] = {[15] = 1, [16] = 1, [17] = 1, [18] = 1, [21] = 1, [22] = 1, [23] = 1, [24] = 1};
 
 /* ---- expectations ---- */
 
@@ -885,13 +885,14 @@ _Static_assert(__builtin_offsetof(struct regstate, st0) == 656, "st0");
 _Static_assert(sizeof(struct regstate) == 672, "regstate");
 
 #define RT(r) void vt_regtest_##r(struct regstate *, struct regstate *);
-RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep) RT(range)
+RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep) RT(range) RT(vec22) RT(vec23) RT(vec24)
 static void (*const regfn[16])(struct regstate *, struct regstate *) = {
 	vt_regtest_rax, vt_regtest_rcx, vt_regtest_rdx, vt_regtest_rbx, NULL, vt_regtest_rbp,
 	vt_regtest_rsi, vt_regtest_rdi, vt_regtest_r8, vt_regtest_r9, vt_regtest_r10, vt_regtest_r11,
 	vt_regtest_r12, vt_regtest_r13, vt_regtest_r14, vt_regtest_r15};
-static const char *const regname[18] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
-					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep", "range"};
+static const char *const regname[21] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep", "range",
+					"vec (site 22)", "vec (site 23)", "vec (site 24)"};
 
 static uint64_t rnd_state = 88172645463325252ull;
 static uint64_t rnd(void)
@@ -906,7 +907,55 @@ static int regfail;
 static char *regbuf;
 #define REG_REP 16   /* vt_regtest_rep: vpt_rep with a range from rsi */
 #define REG_RANGE 17 /* vt_regtest_range: vpt_range(vt_rfirst, vt_rlast) */
-__thread uint64_t vt_rfirst, vt_rlast;
+#define REG_VEC 18   /* 18-20: vt_regtest_vec22-24: vpt_vec(vt_vbase) at sites 22-24 */
+__thread uint64_t vt_rfirst, vt_rlast, vt_vbase;
+static void (*const vecfn[3])(struct regstate *, struct regstate *) = {vt_regtest_vec22, vt_regtest_vec23, vt_regtest_vec24};
+
+/* A vector site's accesses (sites.S 22-24), from the registers in *in:
+ * every element whose mask lane's sign is set, at base + index x scale
+ * (22, 23) or base + 4e (24). Half the time the indices stay within
+ * regbuf, whose pages the cache then has (vpt_vec's fast path); else
+ * they spread over 8 MiB below it (addresses only: nothing is accessed).
+ * The page past regbuf only site 24's straddling last element reaches. */
+static void vec_setup(int k, struct regstate *in, int near, int late)
+{
+	uint64_t base = (uint64_t)(uintptr_t)regbuf;
+	for (int e = 0; e < 8; e++) {
+		int32_t i32 = near ? (int32_t)(rnd() % (16 * 1024)) : -1 - (int32_t)(rnd() % (1 << 21));
+		int64_t i64 = near ? (int64_t)(rnd() % (16 * 512)) : -1 - (int64_t)(rnd() % (1 << 20));
+		if (k == 22)
+			memcpy(&in->ymm[1][4 * e], &i32, 4);
+		else if (k == 23 && e < 4)
+			memcpy(&in->ymm[3][8 * e], &i64, 8);
+	}
+	/* site 24: late (the cache has regbuf's pages for writes by then), now
+	 * and then, the last element straddles into the page past regbuf */
+	if (k == 24)
+		base += !near ? -(uint64_t)(1 + rnd() % (1 << 23)) : !late || rnd() % 4 ? rnd() % (16 * 4096 - 32) : 16 * 4096 - 30;
+	vt_vbase = base;
+}
+static void vec_expect(int k, const struct regstate *in)
+{
+	int n = k == 23 ? 4 : 8, w = k == 23 ? 8 : 4, mreg = k == 22 ? 2 : k == 23 ? 4 : 6;
+	for (int e = 0; e < n; e++) {
+		int64_t m, idx = e;
+		if (w == 4) {
+			int32_t x;
+			memcpy(&x, &in->ymm[mreg][4 * e], 4);
+			m = x;
+		} else
+			memcpy(&m, &in->ymm[mreg][8 * e], 8);
+		if (m >= 0)
+			continue; /* lane off */
+		if (k == 22) {
+			int32_t x;
+			memcpy(&x, &in->ymm[1][4 * e], 4);
+			idx = x;
+		} else if (k == 23)
+			memcpy(&idx, &in->ymm[3][8 * e], 8);
+		rec_range(k, (uintptr_t)(vt_vbase + (uint64_t)idx * (uint64_t)w), (size_t)w);
+	}
+}
 
 static void *reg_thread(void *arg)
 {
@@ -928,7 +977,13 @@ static void *reg_thread(void *arg)
 		in.st0[9] = 0x3f; /* a normal long double */
 		in.st0[7] |= 0x80;
 		const char *page = regbuf + (rnd() % 16) * 4096;
-		if (reg == REG_RANGE) {
+		if (reg >= REG_VEC) {
+			int k = 22 + reg - REG_VEC;
+			vec_setup(k, &in, it % 2, it >= 2000);
+			memset(&out, 0xee, sizeof out);
+			vecfn[reg - REG_VEC](&in, &out);
+			vec_expect(k, &in);
+		} else if (reg == REG_RANGE) {
 			uint64_t x = (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
 			uint64_t y = it % 3 ? x + rnd() % 64 : (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
 			vt_rfirst = x;
@@ -990,7 +1045,7 @@ static int regs(void)
 		return 0;
 	}
 	regbuf = pages(16);
-	for (int r = 0; r <= REG_RANGE; r++) {
+	for (int r = 0; r <= REG_VEC + 2; r++) {
 		pthread_t th;
 		if (r == 4)
 			continue;
