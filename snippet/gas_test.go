@@ -111,6 +111,9 @@ var gasCases = []gasCase{
 			b.AddQ(Imm(1), RAX)
 			b.AddQ(RCX, Mem(RDI, 16))
 			b.AddL(Imm(1000), EBX)
+			b.AddW(Imm(0x70), R15)
+			b.AddW(Imm(0x7ff0), RAX)
+			b.AddW(Imm(-16), RCX)
 			b.SubQ(Imm(0x100), RSP)
 			b.SubL(Mem(RSI, 4), EDX)
 			b.CmpQ(Imm(5), RAX)
@@ -142,6 +145,9 @@ var gasCases = []gasCase{
 			addq $1, %rax
 			addq %rcx, 16(%rdi)
 			addl $1000, %ebx
+			addw $0x70, %r15w
+			addw $0x7ff0, %ax
+			addw $-16, %cx
 			subq $0x100, %rsp
 			subl 4(%rsi), %edx
 			cmpq $5, %rax

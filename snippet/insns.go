@@ -73,6 +73,10 @@ func (b *Builder) AddQ(src, dst Arg) { b.two(x86.AADDQ, src, dst) }
 // AddL is `addl src, dst` (sets flags).
 func (b *Builder) AddL(src, dst Arg) { b.two(x86.AADDL, src, dst) }
 
+// AddW is `addw src, dst` (sets flags): 16-bit, the register's bits 16-63
+// unchanged (a carry out of bit 15 goes to CF only).
+func (b *Builder) AddW(src, dst Arg) { b.two(x86.AADDW, src, dst) }
+
 // SubQ is `subq src, dst` (sets flags).
 func (b *Builder) SubQ(src, dst Arg) { b.two(x86.ASUBQ, src, dst) }
 

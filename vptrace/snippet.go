@@ -332,16 +332,21 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 	return st.assemble(k, labels...)
 }
 
-// code builds the snippet for site k: compute the address (and, for a
-// site that may touch two pages, the address of its last byte) without
-// touching the flags, then save the flags if they are live, compare with
-// the site's TLS slot and call the runtime on a change.
+// code builds the snippet for site k: compute the address without
+// touching the flags, then save the flags if they are live, compare its
+// page with the site's TLS slot and call the runtime on a change. A site
+// that may touch two pages finds out whether its bytes cross a page
+// boundary from the carry of a 16-bit add (see straddleCheck), or, when
+// they span more than a page (H over 4096), compares the page of its last
+// byte too.
 func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool) (*ibr.Snippet, error) {
 	b := st.b
-	// Registers: S holds the page, T the last byte's page or the segment
-	// base, U the TLS slot base (initial-exec); rax holds the saved flags.
+	carry := s.twoPages && s.hi-s.lo-1 < 4096
+	// Registers: S holds the page, T the last byte's page (wide sites)
+	// or the segment base, U the TLS slot base (initial-exec); rax holds
+	// the saved flags.
 	need := 1
-	if s.twoPages || s.acc.Mem.Segment != 0 {
+	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
 		need++
 	}
 	if st.ie && !exact {
@@ -419,7 +424,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.LeaQ(snippet.MemIndex(rs, T, 1, 0), rs)
 		}
 		var rt snippet.Reg
-		if s.twoPages {
+		if s.twoPages && !carry {
 			rt = snippetRegs[free[next]]
 			next++
 			b.LeaQ(snippet.Mem(rs, int32(s.hi-s.lo-1)), rt)
@@ -430,24 +435,43 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippetRegs[U])
 		}
 		saveFlags()
-		b.ShrQ(snippet.Imm(12), rs)
-		if s.twoPages {
-			b.ShrQ(snippet.Imm(12), rt)
-		}
-		if exact {
-			call("vpt_slow_" + regNames[free[0]])
-		} else {
+		stub := "vpt_slow_" + regNames[free[0]]
+		check := func(same string) {
+			if exact {
+				call(stub)
+				return
+			}
 			b.CmpQ(rs, slot(U))
-			b.Jcc(snippet.CondE, "same")
-			call("vpt_slow_" + regNames[free[0]])
+			b.Jcc(snippet.CondE, same)
+			call(stub)
 			b.MovQ(rs, slot(U))
-			b.Label("same")
+			b.Label(same)
 		}
-		if s.twoPages {
+		switch {
+		case carry:
+			straddleCheck(b, rs, s.hi-s.lo, "cross")
+			b.ShrQ(snippet.Imm(16), rs)
+			check("same")
+			b.Jmp("done")
+			// The bytes cross into the next page: both pages, the
+			// second one without a slot of its own.
+			b.Label("cross")
+			b.ShrQ(snippet.Imm(16), rs)
+			check("same2")
+			b.IncQ(rs)
+			call(stub)
+			b.Label("done")
+		case s.twoPages:
+			b.ShrQ(snippet.Imm(12), rs)
+			b.ShrQ(snippet.Imm(12), rt)
+			check("same")
 			b.CmpQ(rt, rs)
 			b.Jcc(snippet.CondE, "one")
 			call("vpt_slow_" + regNames[free[1]])
 			b.Label("one")
+		default:
+			b.ShrQ(snippet.Imm(12), rs)
+			check("same")
 		}
 	}
 	if flagsLive {
@@ -461,6 +485,23 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 	}
 	return st.assemble(k, nops...)
+}
+
+// straddleCheck emits the test of whether the n bytes (1 < n <= 4096) at
+// the address in r cross a page boundary, with r as the only register:
+// shifted left by 4, the page offset fills bits 4-15 of r, and adding
+// (n-1) << 4 to those 16 bits carries out of bit 15 exactly when the last
+// byte is on the next page. The add leaves bits 16-63 (the page number)
+// alone; a right shift by 16 then gives the page. It jumps to cross if the
+// bytes cross. User addresses (below 2^47) lose nothing to the shift.
+func straddleCheck(b *snippet.Builder, r snippet.Reg, n int64, cross string) {
+	b.ShlQ(snippet.Imm(4), r)
+	add := (n - 1) << 4
+	if add >= 1<<15 {
+		add -= 1 << 16 // the same 16 bits, as the signed immediate
+	}
+	b.AddW(snippet.Imm(add), r)
+	b.Jcc(snippet.CondB, cross)
 }
 
 // siteNop emits, after a call into the runtime, the 7-byte

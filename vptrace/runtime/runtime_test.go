@@ -792,6 +792,8 @@ func tailStr(s string, n int) string {
 //	event_ns            one slow-path event sustained: an exact-mode site in a
 //	                    tight loop, 10M events, hand-offs and aggregation included
 //	fastpath_ns         the inline fast path when the slot matches (no call)
+//	cached_ns           a stub call that finds the page in the recent-page
+//	                    cache (a default-mode site moving over 64 pages)
 //	stopped_event_ns    a slow-path call while tracing is stopped
 //	handoff_ns, _p90_ns the event that finds its buffer full and hands it over
 //	raw_handoff_ns      the same when the thread writes its buffer itself (VPTRACE_RAW)
@@ -808,7 +810,7 @@ func BenchmarkStub(b *testing.B) {
 		keep   map[string]bool
 	}{
 		{"", []string{"VPTRACE_BUFKB=4096"}, []string{"hot", "300"}, nil},
-		{"", nil, []string{"bench", "10000000"}, map[string]bool{"event_ns": true, "fastpath_ns": true}},
+		{"", nil, []string{"bench", "10000000"}, map[string]bool{"event_ns": true, "fastpath_ns": true, "cached_ns": true}},
 		{"stopped_", []string{"VPTRACE_START=stopped"}, []string{"bench", "10000000"}, map[string]bool{"event_ns": true}},
 		{"", nil, []string{"handoffs", "200"}, map[string]bool{"handoff_ns": true, "handoff_p90_ns": true}},
 		{"raw_", []string{"VPTRACE_RAW=1"}, []string{"handoffs", "100"}, map[string]bool{"handoff_ns": true}},
