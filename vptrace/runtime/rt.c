@@ -80,6 +80,8 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
 void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base) HIDDEN;
 void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0) HIDDEN;
 void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
+int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through this. */
 extern void vptGoAnchor(void);
@@ -1204,9 +1206,13 @@ struct range_memo {
 #define MEMO_SHIFT 54 /* the top 10 bits of the hash */
 #define CACHE_BYTES (VPT_CACHE * 8 + MEMO_N * sizeof(struct range_memo))
 
+/* Code the stubs call with the vector state live (not saved): general
+ * registers only. */
+#define GPR_ONLY __attribute__((target("general-regs-only")))
+
 /* The thread's memo entry for a run of a site, step (0: up to a page)
  * and lowest address; NULL before its cache is mapped. */
-static inline struct range_memo *memo_of(struct vpt_thread *t, uint64_t site, uint64_t step, uint64_t lo)
+static inline GPR_ONLY struct range_memo *memo_of(struct vpt_thread *t, uint64_t site, uint64_t step, uint64_t lo)
 {
 	uint64_t *c = t->cache;
 	if (!c)
@@ -1219,13 +1225,43 @@ static inline struct range_memo *memo_of(struct vpt_thread *t, uint64_t site, ui
  * pages of ranges: whether this thread recorded page p lately for every
  * kind of access in kind (then it is not recorded again); notes it if
  * not. */
-static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
+/* Whether a run of n accesses from lo, ustep (over a page) apart, each of
+ * size bytes, touches only pages memo entry m's run did: the same
+ * accesses or fewer, or, with a step of whole pages, accesses on the same
+ * pages. */
+static inline GPR_ONLY int memo_steps(const struct range_memo *m, uint64_t ustep, uint64_t lo, uint64_t n, uint64_t size)
 {
-	uint64_t *c = t->cache, k = kind & 3;
-	uint64_t key = ((p + 1) << 2) + LOAD(&vpt_hot.epoch);
+	return m->step == (int64_t)ustep && n <= m->hi &&
+	       (lo == m->lo || (ustep % 4096 == 0 && lo >> 12 == m->lo >> 12 && (lo + size - 1) >> 12 == (m->lo + size - 1) >> 12));
+}
+
+/* page p's key and its set in cache c */
+static inline GPR_ONLY uint64_t *cache_set(uint64_t *c, uint64_t p, uint64_t *key)
+{
+	*key = ((p + 1) << 2) + LOAD(&vpt_hot.epoch);
+	return c + 2 * ((*key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT);
+}
+
+/* whether the thread's cache has page p for every kind of access in kind,
+ * without noting anything */
+static inline GPR_ONLY int cache_has(struct vpt_thread *t, unsigned kind, uint64_t p)
+{
+	uint64_t *c = t->cache, k = kind & 3, key;
 	if (!c || !k)
 		return 0;
-	uint64_t *set = c + 2 * ((key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT);
+	uint64_t *set = cache_set(c, p, &key);
+	for (int w = 0; w < 2; w++)
+		if ((set[w] ^ key) <= 3)
+			return (set[w] & k) == k;
+	return 0;
+}
+
+static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
+{
+	uint64_t *c = t->cache, k = kind & 3, key;
+	if (!c || !k)
+		return 0;
+	uint64_t *set = cache_set(c, p, &key);
 	for (int w = 0; w < 2; w++) {
 		if ((set[w] ^ key) <= 3) {
 			if ((set[w] & k) == k)
@@ -1536,10 +1572,7 @@ static void range_pages(uint64_t site, uint64_t first, uint64_t last, int64_t st
 		uint64_t n = (hi - lo) / ustep + 1;
 		if (n > REP_MAX_PAGES)
 			n = REP_MAX_PAGES;
-		/* the same accesses as the last run, or fewer; with a step of
-		 * whole pages, the same pages when the first access's are */
-		if (mine && m->step == (int64_t)ustep && n <= m->hi &&
-		    (lo == m->lo || (ustep % 4096 == 0 && lo >> 12 == m->lo >> 12 && (lo + size - 1) >> 12 == (m->lo + size - 1) >> 12)))
+		if (mine && memo_steps(m, ustep, lo, n, size))
 			return;
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t a = lo + i * ustep;
@@ -1588,6 +1621,46 @@ static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t s
 		t->flags &= ~VTF_MEMO;
 }
 
+/* Whether a sweep run would record nothing, decided without changing
+ * anything and with general registers only (vpt_range_quick): the memo
+ * holds its pages, or the cache has every one of them (a run of up to 8
+ * pages). Sites of exact mode, and a runtime busy on this thread, say no. */
+static GPR_ONLY int range_known(uint64_t site, uint64_t first, uint64_t last, int64_t step)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	struct vpt_thread *t = &vpt_t;
+	if ((s->kind & 4) || (t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO)) || !t->cache)
+		return 0;
+	uint64_t size = s->size ? s->size : 1, epoch = LOAD(&vpt_hot.epoch);
+	uint64_t ustep = step < 0 ? -(uint64_t)step : (uint64_t)step;
+	uint64_t lo = first < last ? first : last, hi = first < last ? last : first;
+	int big = ustep > 4096;
+	struct range_memo *m = memo_of(t, site, big ? ustep : 0, lo);
+	int mine = m->site == site && m->epoch == epoch;
+	if (big) {
+		uint64_t n = (hi - lo) / ustep + 1;
+		return mine && memo_steps(m, ustep, lo, n, size);
+	}
+	uint64_t p0 = lo >> 12, p1 = (hi + size - 1) >> 12;
+	if (mine && m->step == 0 && p0 >= m->lo && p1 <= m->hi)
+		return 1;
+	if (p1 - p0 >= 8)
+		return 0;
+	for (uint64_t p = p0; p <= p1; p++)
+		if (!cache_has(t, s->kind, p))
+			return 0;
+	return 1;
+}
+
+/* vpt_range's and vpt_range_dyn's quick checks (stubs.S: before saving the
+ * vector state): 1 when the run records nothing, else their C functions
+ * below record it. */
+GPR_ONLY int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	return range_known(site, first, last, (int32_t)s->block);
+}
+
 /* vpt_range's general case (stubs.S, all registers saved); the site's
  * block field is the step when it exceeds a page. */
 void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
@@ -1602,17 +1675,35 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
  * last and adj: regs[18] is adj, regs[19] last, regs[20] first. adj bit 0:
  * the first access is one step after first; bit 1: the last is one step
  * before last. */
-void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj)
+/* vpt_range_dyn's run: first, last and the step from the registers */
+static inline GPR_ONLY void dyn_run(uint64_t site, const uint64_t *regs, uint64_t adj, uint64_t *first, uint64_t *last, int64_t *step)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
-	(void)state;
 	int64_t mult = (int64_t)((int32_t)(s->block << 8) >> 8);
-	int64_t step = (int64_t)(regs[(s->block >> 24) & 15] * (uint64_t)mult); /* wraps, never UB */
-	uint64_t first = regs[20], last = regs[19];
+	*step = (int64_t)(regs[(s->block >> 24) & 15] * (uint64_t)mult); /* wraps, never UB */
+	*first = regs[20];
+	*last = regs[19];
 	if (adj & 1)
-		first += (uint64_t)step;
+		*first += (uint64_t)*step;
 	if (adj & 2)
-		last -= (uint64_t)step;
+		*last -= (uint64_t)*step;
+}
+
+GPR_ONLY int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj)
+{
+	uint64_t first, last;
+	int64_t step;
+	(void)state;
+	dyn_run(site, regs, adj, &first, &last, &step);
+	return range_known(site, first, last, step);
+}
+
+void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj)
+{
+	uint64_t first, last;
+	int64_t step;
+	(void)state;
+	dyn_run(site, regs, adj, &first, &last, &step);
 	range_record(site, first, last, step);
 }
 

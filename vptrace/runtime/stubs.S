@@ -300,10 +300,25 @@ vpt_event:
 	leaq 7(%rax,%rdi), %rdi
 	.endm
 
-/* calls fn with the vector state saved, and leaves the batch path */
-	.macro RANGE_SLOW_CALL fn
+/* calls fn with the vector state saved, and leaves the batch path; with
+ * quick, calls quick(same arguments) first, general registers only, and
+ * skips fn (and the xsave) when it returns non-zero */
+	.macro RANGE_SLOW_CALL fn, quick
+	.ifnb \quick
+	pushq %rdi
+	pushq %rsi
+	pushq %rdx
+	andq $-16, %rsp
+	call \quick
+	testl %eax, %eax
+	jnz 7f
+	movq -40(%rbp), %rdi
+	movq -48(%rbp), %rsi
+	movq -56(%rbp), %rdx
+	leaq -56(%rbp), %rsp
+	.endif
 	XSAVE_CALL \fn
-	leaq -32(%rbp), %rsp
+7:	leaq -32(%rbp), %rsp
 	popq %r11
 	popq %r10
 	popq %r9
@@ -418,7 +433,7 @@ vpt_range:
 	RANGE_SLOW_ENTER                /* vpt_range_c(site, first, last) */
 	movq 72(%rbp), %rsi
 	movq 64(%rbp), %rdx
-	RANGE_SLOW_CALL vpt_range_c
+	RANGE_SLOW_CALL vpt_range_c, vpt_range_quick
 .Lrange_ret:
 	RANGE_RETURN
 	.cfi_endproc
@@ -433,8 +448,11 @@ vpt_range:
  * with xsave, and calls fn(site, regs, state, arg), where regs[0..15] are
  * rax..r15 by hardware number (regs[4], rsp, is not meaningful) and
  * regs[16] the flags. It restores everything; the caller pops the argument.
+ * With quick, it first calls quick(site, regs, 0, arg), a C function of
+ * general registers only, and when that returns non-zero (nothing to
+ * record) returns without the xsave and fn.
  */
-	.macro FULLSTUB name, fn
+	.macro FULLSTUB name, fn, quick
 	.globl \name
 	.type \name, @function
 	.p2align 4
@@ -475,8 +493,22 @@ vpt_range:
 	pushq %r10
 	pushq %r11
 	pushq %r8
+	.ifnb \quick                    /* quick(site, regs, 0, arg): non-zero, no fn (and no xsave) */
+	pushq %rdi
+	pushq %rsi
+	pushq %rcx
+	andq $-16, %rsp
+	xorl %edx, %edx
+	call \quick
+	testl %eax, %eax
+	jnz 8f
+	movq -40(%rbp), %rdi
+	movq -48(%rbp), %rsi
+	movq -56(%rbp), %rcx
+	leaq -56(%rbp), %rsp
+	.endif
 	XSAVE_CALL \fn, 1
-	movq %rbp, %rsp
+8:	movq %rbp, %rsp
 	popq %rbp
 	.cfi_def_cfa %rsp, 144
 9:	popq %rax
@@ -748,7 +780,7 @@ vpt_vec:
 	.p2align 3
 	.endr
 	FULLSTUB vpt_rep_after, vpt_rep_after_c
-	FULLSTUB vpt_range_dyn, vpt_range_dyn_c
+	FULLSTUB vpt_range_dyn, vpt_range_dyn_c, vpt_range_dyn_quick
 
 /*
  * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|
