@@ -743,8 +743,8 @@ func TestRegisters(t *testing.T) {
 		mustOK(t, r)
 		tr := load(t, r.trace)
 		want := expectations(t, r.stdout)
-		if len(want) != 20 {
-			t.Errorf("%d threads, want 20", len(want))
+		if len(want) != 21 {
+			t.Errorf("%d threads, want 21", len(want))
 		}
 		compare(t, tr, want)
 	}

@@ -3,9 +3,10 @@
  * (arithmetic flags and DF), ymm0-15, MXCSR, the x87 control word and an x87
  * stack value from *in, calls vpt_slow_<reg> exactly as instrumented code
  * does (site 7 of sites.S), and stores all of it to *out for vt.c to
- * compare. vt_regtest_rep, _range and _vec<k> call vpt_rep (site 9),
- * vpt_range (site 14, the addresses from vt_rfirst/vt_rlast) and vpt_vec
- * (site k, the base from vt_vbase) instead. Needs AVX.
+ * compare. vt_regtest_rep, _range, _crange and _vec<k> call vpt_rep
+ * (site 9), vpt_range (sites 14 and 18, the addresses from
+ * vt_rfirst/vt_rlast) and vpt_vec (site k, the base from vt_vbase)
+ * instead. Needs AVX.
  *
  * struct regstate (vt.c): gpr[16] (x86 encoding order, [4] = rsp unused) at
  * 0, flags at 128, ymm[16][32] at 136, mxcsr at 648, fcw at 652, st0[10] at
@@ -81,7 +82,7 @@ vt_regtest_\reg:
 	pushq %fs:vt_rfirst@tpoff
 	pushq %fs:vt_rlast@tpoff
 	call vpt_range
-	nopl vt_sites+32*14(%rip)	/* a sweep's range */
+	nopl vt_sites+32*\k(%rip)	/* a sweep's range */
 	leaq 16(%rsp), %rsp
 	.endif
 	.ifc \how,vec
@@ -118,7 +119,8 @@ vt_regtest_\reg:
 	REGTEST r14
 	REGTEST r15
 	REGTEST rep, rep
-	REGTEST range, range
+	REGTEST range, range, 14
+	REGTEST crange, range, 18
 	REGTEST vec22, vec, 22
 	REGTEST vec23, vec, 23
 	REGTEST vec24, vec, 24

@@ -246,10 +246,8 @@ static __thread struct memo {
 	long step;              /* 0: steps up to a page */
 } *tmemo; /* calloc'ed (static TLS this large fails small-stack threads) */
 extern char vt_sites[];
-static void rec_memo(int site, const char *first, long n, long step)
+static void rec_memo_run(int site, uintptr_t lo, uintptr_t hi, long n, long ustep)
 {
-	uintptr_t f = (uintptr_t)first, l = f + (n - 1) * step, lo = step < 0 ? l : f, hi = step < 0 ? f : l;
-	long ustep = step < 0 ? -step : step;
 	uint64_t key = (uint64_t)(uintptr_t)(vt_sites + 32 * site) + (uint64_t)(ustep > 4096 ? ustep : 0) * 0x100000001b3ull +
 		       (lo >> 21) * 0xc2b2ae3d27d4eb4full;
 	if (!tmemo)
@@ -285,6 +283,12 @@ static void rec_memo(int site, const char *first, long n, long step)
 	}
 	rec_range(site, p0 << 12, (p1 - p0 + 1) << 12);
 	*m = (struct memo){site + 1, g_epoch, p0, p1, 0};
+}
+/* n 8-byte accesses from first, step apart */
+static void rec_memo(int site, const char *first, long n, long step)
+{
+	uintptr_t f = (uintptr_t)first, l = f + (n - 1) * step;
+	rec_memo_run(site, step < 0 ? l : f, step < 0 ? f : l, n, step < 0 ? -step : step);
 }
 
 /* the same through a site the runtime's cache and memo apply to */
@@ -699,6 +703,7 @@ static int cachetest(void)
 	for (int i = 0; i < 9000; i++)
 		CW(big + (size_t)i * 4096);
 	CSWEEP(f2 + 4096 * 60, 25, 4096); /* 60-84: within the union */
+	CSWEEP(f2 + 4096 * 60, 26, 4096); /* 60-85: one page past it */
 	CDSWEEP(f2 + 4096 * 100, 5, 4096 * 3);
 	CDSWEEP(f2 + 4096 * 100, 10, 4096 * 3); /* more accesses than the last run */
 	char *f3 = pages(10); /* a page's entry holds the kinds recorded */
@@ -885,14 +890,14 @@ _Static_assert(__builtin_offsetof(struct regstate, st0) == 656, "st0");
 _Static_assert(sizeof(struct regstate) == 672, "regstate");
 
 #define RT(r) void vt_regtest_##r(struct regstate *, struct regstate *);
-RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep) RT(range) RT(vec22) RT(vec23) RT(vec24)
+RT(rax) RT(rcx) RT(rdx) RT(rbx) RT(rbp) RT(rsi) RT(rdi) RT(r8) RT(r9) RT(r10) RT(r11) RT(r12) RT(r13) RT(r14) RT(r15) RT(rep) RT(range) RT(vec22) RT(vec23) RT(vec24) RT(crange)
 static void (*const regfn[16])(struct regstate *, struct regstate *) = {
 	vt_regtest_rax, vt_regtest_rcx, vt_regtest_rdx, vt_regtest_rbx, NULL, vt_regtest_rbp,
 	vt_regtest_rsi, vt_regtest_rdi, vt_regtest_r8, vt_regtest_r9, vt_regtest_r10, vt_regtest_r11,
 	vt_regtest_r12, vt_regtest_r13, vt_regtest_r14, vt_regtest_r15};
-static const char *const regname[21] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+static const char *const regname[22] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 					"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rep", "range",
-					"vec (site 22)", "vec (site 23)", "vec (site 24)"};
+					"vec (site 22)", "vec (site 23)", "vec (site 24)", "range (site 18)"};
 
 static uint64_t rnd_state = 88172645463325252ull;
 static uint64_t rnd(void)
@@ -908,6 +913,7 @@ static char *regbuf;
 #define REG_REP 16   /* vt_regtest_rep: vpt_rep with a range from rsi */
 #define REG_RANGE 17 /* vt_regtest_range: vpt_range(vt_rfirst, vt_rlast) */
 #define REG_VEC 18   /* 18-20: vt_regtest_vec22-24: vpt_vec(vt_vbase) at sites 22-24 */
+#define REG_CRANGE 21 /* vt_regtest_crange: vpt_range at site 18 (default mode: memo, cache) */
 __thread uint64_t vt_rfirst, vt_rlast, vt_vbase;
 static void (*const vecfn[3])(struct regstate *, struct regstate *) = {vt_regtest_vec22, vt_regtest_vec23, vt_regtest_vec24};
 
@@ -977,7 +983,17 @@ static void *reg_thread(void *arg)
 		in.st0[9] = 0x3f; /* a normal long double */
 		in.st0[7] |= 0x80;
 		const char *page = regbuf + (rnd() % 16) * 4096;
-		if (reg >= REG_VEC) {
+		if (reg == REG_CRANGE) {
+			/* runs over up to 8 pages of regbuf: recorded, then in the
+			 * memo or the cache (vpt_range_quick, no xsave) */
+			uint64_t x = (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
+			uint64_t y = (uint64_t)(uintptr_t)(regbuf + 4 * 4096 + rnd() % (8 * 4096));
+			vt_rfirst = x;
+			vt_rlast = y;
+			memset(&out, 0xee, sizeof out);
+			vt_regtest_crange(&in, &out);
+			rec_memo_run(18, x < y ? x : y, x < y ? y : x, 0, 0);
+		} else if (reg >= REG_VEC) {
 			int k = 22 + reg - REG_VEC;
 			vec_setup(k, &in, it % 2, it >= 2000);
 			memset(&out, 0xee, sizeof out);
@@ -1045,7 +1061,7 @@ static int regs(void)
 		return 0;
 	}
 	regbuf = pages(16);
-	for (int r = 0; r <= REG_VEC + 2; r++) {
+	for (int r = 0; r <= REG_CRANGE; r++) {
 		pthread_t th;
 		if (r == 4)
 			continue;
