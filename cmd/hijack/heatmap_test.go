@@ -25,14 +25,15 @@ func colours(img image.Image) int {
 	return len(seen)
 }
 
-// nonWhite is the fraction of the pixels that are not white.
-func nonWhite(img image.Image) float64 {
+// tinted is the fraction of the pixels of img that are coloured, not
+// grey (the cells of a heatmap; axes and labels are grey).
+func tinted(img image.Image) float64 {
 	b := img.Bounds()
 	n := 0
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
 			r, g, bl, _ := img.At(x, y).RGBA()
-			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+			if max(r, g, bl)-min(r, g, bl) > 0x2000 {
 				n++
 			}
 		}
@@ -161,8 +162,11 @@ func TestHeatmapProgram(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 800 {
 		t.Fatalf("size %v, want the default 1200x800", b)
 	}
-	if n, f := colours(img), nonWhite(img); n < 30 || f < 0.05 {
-		t.Errorf("%d colours, %.3f of the pixels not white: an empty picture?", n, f)
+	// Cells are coloured, axes and labels grey (about 1.3% of the
+	// pixels); the runtime's filters make this trace sparse in time (a page
+	// is recorded again only after a while), cells cover 4-7%.
+	if n, f := colours(img), tinted(img); n < 30 || f < 0.01 {
+		t.Errorf("%d colours, %.3f of the pixels coloured: no cells drawn?", n, f)
 	}
 	// one thread, writes, SVG
 	code, csvOut, _ := runReport(t, "--csv", tr)

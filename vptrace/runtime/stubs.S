@@ -300,22 +300,36 @@ vpt_event:
 	leaq 7(%rax,%rdi), %rdi
 	.endm
 
+/*
+ * QUICK_CALL quick, arg3, skip: with rbp the frame and 32 bytes of
+ * registers pushed below it, calls quick (C, general registers only: the
+ * vector state is not saved) with rdi, rsi and arg3 (rdx; or rcx, with
+ * rdx = 0) on a 16-byte aligned stack. Jumps to skip if it returns
+ * non-zero; else restores the three arguments and the stack pointer.
+ */
+	.macro QUICK_CALL quick, arg3, skip
+	pushq %rdi
+	pushq %rsi
+	pushq %\arg3
+	andq $-16, %rsp
+	.ifc \arg3,rcx
+	xorl %edx, %edx
+	.endif
+	call \quick
+	testl %eax, %eax
+	jnz \skip
+	movq -40(%rbp), %rdi
+	movq -48(%rbp), %rsi
+	movq -56(%rbp), %\arg3
+	leaq -56(%rbp), %rsp
+	.endm
+
 /* calls fn with the vector state saved, and leaves the batch path; with
  * quick, calls quick(same arguments) first, general registers only, and
  * skips fn (and the xsave) when it returns non-zero */
 	.macro RANGE_SLOW_CALL fn, quick
 	.ifnb \quick
-	pushq %rdi
-	pushq %rsi
-	pushq %rdx
-	andq $-16, %rsp
-	call \quick
-	testl %eax, %eax
-	jnz 7f
-	movq -40(%rbp), %rdi
-	movq -48(%rbp), %rsi
-	movq -56(%rbp), %rdx
-	leaq -56(%rbp), %rsp
+	QUICK_CALL \quick, rdx, 7f
 	.endif
 	XSAVE_CALL \fn
 7:	leaq -32(%rbp), %rsp
@@ -494,18 +508,7 @@ vpt_range:
 	pushq %r11
 	pushq %r8
 	.ifnb \quick                    /* quick(site, regs, 0, arg): non-zero, no fn (and no xsave) */
-	pushq %rdi
-	pushq %rsi
-	pushq %rcx
-	andq $-16, %rsp
-	xorl %edx, %edx
-	call \quick
-	testl %eax, %eax
-	jnz 8f
-	movq -40(%rbp), %rdi
-	movq -48(%rbp), %rsi
-	movq -56(%rbp), %rcx
-	leaq -56(%rbp), %rsp
+	QUICK_CALL \quick, rcx, 8f
 	.endif
 	XSAVE_CALL \fn, 1
 8:	movq %rbp, %rsp
@@ -538,6 +541,41 @@ vpt_range:
 	FULLSTUB vpt_vec_full, vpt_vec_c
 	.hidden vpt_vec_full
 
+/* pushes and pops of general registers, with their CFI */
+	.macro PUSH_CFI regs:vararg
+	.irp r, \regs
+	pushq %\r
+	.cfi_adjust_cfa_offset 8
+	.endr
+	.endm
+
+	.macro POP_CFI regs:vararg
+	.irp r, \regs
+	popq %\r
+	.cfi_adjust_cfa_offset -8
+	.endr
+	.endm
+
+/* vpt_vec's frame: VEC_SAVE pushes the general registers it uses and
+ * leaves the arithmetic flags in eax (seto/lahf), which vpt_vec keeps at
+ * 72(%rsp) of the 80-byte area it reserves below them; VEC_RESTORE
+ * restores the flags from there and the registers, and leaves the stack
+ * as on entry. */
+	.macro VEC_SAVE
+	PUSH_CFI rax, rbx, rcx, rdx, rsi, rdi, rbp, r8, r9, r10, r11
+	seto %al
+	lahf
+	.endm
+
+	.macro VEC_RESTORE
+	movl 72(%rsp), %eax
+	addb $0x7f, %al                 /* OF */
+	sahf                            /* SF ZF AF PF CF */
+	leaq 80(%rsp), %rsp
+	.cfi_adjust_cfa_offset -80
+	POP_CFI r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax
+	.endm
+
 /*
  * vpt_vec: vpt_vec_full's fast path, for when the thread's recent-page
  * cache has every page the vector access touches, for its kinds of access
@@ -554,30 +592,7 @@ vpt_range:
 	.p2align 4
 vpt_vec:
 	.cfi_startproc
-	pushq %rax
-	.cfi_adjust_cfa_offset 8
-	pushq %rbx
-	.cfi_adjust_cfa_offset 8
-	pushq %rcx
-	.cfi_adjust_cfa_offset 8
-	pushq %rdx
-	.cfi_adjust_cfa_offset 8
-	pushq %rsi
-	.cfi_adjust_cfa_offset 8
-	pushq %rdi
-	.cfi_adjust_cfa_offset 8
-	pushq %rbp
-	.cfi_adjust_cfa_offset 8
-	pushq %r8
-	.cfi_adjust_cfa_offset 8
-	pushq %r9
-	.cfi_adjust_cfa_offset 8
-	pushq %r10
-	.cfi_adjust_cfa_offset 8
-	pushq %r11
-	.cfi_adjust_cfa_offset 8
-	seto %al
-	lahf
+	VEC_SAVE
 	subq $80, %rsp                  /* 0 indices, 32 mask, 64 a page, 72 flags; 80 r11 .. 160 rax, 168 ret, 176 base */
 	.cfi_adjust_cfa_offset 80
 	movl %eax, 72(%rsp)
@@ -671,65 +686,13 @@ vpt_vec:
 	jmp .Lvec_elem
 
 .Lvec_ret:
-	movl 72(%rsp), %eax
-	addb $0x7f, %al                 /* OF */
-	sahf                            /* SF ZF AF PF CF */
-	leaq 80(%rsp), %rsp
-	.cfi_adjust_cfa_offset -80
-	popq %r11
-	.cfi_adjust_cfa_offset -8
-	popq %r10
-	.cfi_adjust_cfa_offset -8
-	popq %r9
-	.cfi_adjust_cfa_offset -8
-	popq %r8
-	.cfi_adjust_cfa_offset -8
-	popq %rbp
-	.cfi_adjust_cfa_offset -8
-	popq %rdi
-	.cfi_adjust_cfa_offset -8
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rbx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
+	VEC_RESTORE
 	ret
 
 .Lvec_full:
 	.cfi_adjust_cfa_offset 168
-	movl 72(%rsp), %eax
-	addb $0x7f, %al
-	sahf
-	leaq 80(%rsp), %rsp
-	.cfi_adjust_cfa_offset -80
-	popq %r11
-	.cfi_adjust_cfa_offset -8
-	popq %r10
-	.cfi_adjust_cfa_offset -8
-	popq %r9
-	.cfi_adjust_cfa_offset -8
-	popq %r8
-	.cfi_adjust_cfa_offset -8
-	popq %rbp
-	.cfi_adjust_cfa_offset -8
-	popq %rdi
-	.cfi_adjust_cfa_offset -8
-	popq %rsi
-	.cfi_adjust_cfa_offset -8
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
-	popq %rbx
-	.cfi_adjust_cfa_offset -8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	jmp vpt_vec_full
+	VEC_RESTORE
+	jmp vpt_vec_full                /* the stack as on entry */
 
 /* .Lvec_has: ZF set if the cache (r10, epoch r9) has page rdx for every
  * kind in ebp. Clobbers rax, rdx. */
