@@ -1051,9 +1051,15 @@ static int init_normal(void)
 	return st;
 }
 
+/* The clock thread: moves vpt_hot.clock on every tick, and the cache
+ * epoch every VPTRACE_INTERVAL_MS, so that the recent-page caches and
+ * range memos forget: a page a thread keeps using is recorded again in
+ * every interval (its streamed aggregates, and heatmaps, show it over
+ * time), not only the first time. */
 static void *clock_main(void *arg)
 {
 	uint32_t pid = LOAD(&vpt_pid);
+	uint64_t interval = (uint64_t)cfg_interval_ms * 1000000ull, next = LOAD(&vpt_hot.clock) + interval;
 	(void)arg;
 	vpt_t.flags |= VTF_RUNTIME | VTF_INBATCH;
 	sc6(SYS_prctl, PR_SET_NAME, (long)"vptrace-clock", 0, 0, 0, 0);
@@ -1063,6 +1069,10 @@ static void *clock_main(void *arg)
 		if (LOAD(&vpt_pid) != pid)
 			return NULL; /* (never: a fork child has no copy of this thread) */
 		clock_bump();
+		if (LOAD(&vpt_hot.clock) >= next) {
+			FADD(&vpt_hot.epoch, 1ull << 40);
+			next = LOAD(&vpt_hot.clock) + interval;
+		}
 	}
 }
 
@@ -1119,7 +1129,7 @@ static void child_fixup(int from_atfork)
 	reset_slots();
 	/* The forking thread's recent-page cache holds pages the parent's
 	 * trace recorded: a new epoch, so that the child's trace records them. */
-	STORE(&vpt_hot.epoch, LOAD(&vpt_hot.epoch) + (1ull << 40));
+	FADD(&vpt_hot.epoch, 1ull << 40);
 	if (from_atfork)
 		late_init();
 }
@@ -1975,7 +1985,7 @@ void vptrace_start(void)
 		return;
 	if (!XCHG(&vpt_hot.active, 1)) {
 		/* pages recorded before the stop count again */
-		STORE(&vpt_hot.epoch, LOAD(&vpt_hot.epoch) + (1ull << 40));
+		FADD(&vpt_hot.epoch, 1ull << 40);
 		note_chunk(VPTRACE_NOTE_START, sys_gettid(), 0, "vptrace_start");
 	}
 }

@@ -446,13 +446,18 @@ func TestSmallStack(t *testing.T) {
 	}
 }
 
+// noEpochs keeps the cache epoch from moving on with the streaming
+// interval during a run, for vt.c's model of the cache and the memo, which
+// moves it only at vptrace_start and fork.
+const noEpochs = "VPTRACE_INTERVAL_MS=3600000"
+
 // TestCache: sites without the exact bit go through the runtime's
 // per-thread recent-page cache; vt.c mirrors it (keys, hashing, epochs) and
 // the trace must match the mirror exactly: pages a thread recorded lately
 // for the same kind of access are dropped, other kinds and other threads
 // record, vptrace_start and a fork child start afresh.
 func TestCache(t *testing.T) {
-	r := runVT(t, nil, "cache")
+	r := runVT(t, []string{noEpochs}, "cache")
 	mustOK(t, r)
 	_, childPath := childLine(t, r.stdout)
 	var hits int
@@ -479,6 +484,26 @@ func TestCache(t *testing.T) {
 	for _, pages := range kids {
 		if len(pages) != 30 {
 			t.Errorf("the fork child recorded %d pages, want 30 (its own trace starts with an empty cache)", len(pages))
+		}
+	}
+}
+
+// TestIntervalEpochs: the recent-page cache and the range memo forget
+// every VPTRACE_INTERVAL_MS, so a page in use is recorded again in a later
+// interval: two events each, where within one interval there would be one.
+func TestIntervalEpochs(t *testing.T) {
+	r := runVT(t, []string{"VPTRACE_INTERVAL_MS=20"}, "epochs")
+	mustOK(t, r)
+	want := expectations(t, r.stdout)
+	compare(t, load(t, r.trace), want)
+	for _, pages := range want {
+		if len(pages) != 11 {
+			t.Errorf("%d pages, want 11", len(pages))
+		}
+		for p, e := range pages {
+			if e.events != 2 {
+				t.Errorf("page %#x: the model expects %d events, want 2", p<<12, e.events)
+			}
 		}
 	}
 }
@@ -735,7 +760,7 @@ func TestRep(t *testing.T) {
 // pages in the cache) as well as its full path; the events match vt.c's
 // model.
 func TestRegisters(t *testing.T) {
-	for _, env := range [][]string{nil, {"VPTRACE_BUFKB=4"}, {"VPTRACE_RAW=1", "VPTRACE_BUFKB=4"}} {
+	for _, env := range [][]string{{noEpochs}, {noEpochs, "VPTRACE_BUFKB=4"}, {noEpochs, "VPTRACE_RAW=1", "VPTRACE_BUFKB=4"}} {
 		r := runVT(t, env, "regs")
 		if strings.Contains(r.stdout, "SKIP") {
 			t.Skip(r.stdout)

@@ -24,7 +24,9 @@
  *                           vptrace_start().
  *   VPTRACE_INTERVAL_MS=N   how often aggregates are streamed to the file
  *                           (default 100): a crash loses at most about this
- *                           much.
+ *                           much. Also how long a thread's recent-page cache
+ *                           remembers: a page in use is recorded again in
+ *                           each interval.
  *   VPTRACE_BUFKB=N         per-thread event buffer, KiB (default 64: 2725
  *                           events of 24 bytes).
  *   VPTRACE_MAXMB=N         limit on buffer memory, MiB (default 1024);

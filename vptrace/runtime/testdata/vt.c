@@ -1071,6 +1071,24 @@ static int regs(void)
 	return regfail;
 }
 
+/* ---- the epoch moves on every streaming interval ---- */
+
+/* Run with a short VPTRACE_INTERVAL_MS: a page recorded before a pause of
+ * many intervals is recorded again, by another site (the slot does not
+ * filter) or by the same sweep (the memo does not). */
+static int epochs(void)
+{
+	char *p = pages(4), *q = pages(10);
+	CR(p);
+	CSWEEP(q, 10, 4096);
+	sleep_ms(300);
+	g_epoch += 1ull << 40; /* (at least one interval went by) */
+	CR2(p);
+	CSWEEP(q, 10, 4096);
+	dump();
+	return 0;
+}
+
 /* ---- stress: many events, frequent steals, raw fallback ---- */
 
 static long stress_n;
@@ -1262,6 +1280,8 @@ int main(int argc, char **argv)
 		return signals(a ? (int)a : 2, b ? (int)b : 300);
 	if (!strcmp(s, "fork"))
 		return forktest();
+	if (!strcmp(s, "epochs"))
+		return epochs();
 	if (!strcmp(s, "cache"))
 		return cachetest();
 	if (!strcmp(s, "smallstack"))
