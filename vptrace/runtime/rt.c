@@ -81,6 +81,7 @@ void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64
 void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0) HIDDEN;
 void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
 int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base) HIDDEN;
 int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through this. */
@@ -1266,7 +1267,7 @@ static inline GPR_ONLY int cache_has(struct vpt_thread *t, unsigned kind, uint64
 	return 0;
 }
 
-static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
+static inline GPR_ONLY int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
 {
 	uint64_t *c = t->cache, k = kind & 3, key;
 	if (!c || !k)
@@ -1283,6 +1284,49 @@ static inline int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
 	set[1] = set[0];
 	set[0] = key | k;
 	return 0;
+}
+
+/* Records the pages (up to 16) of one access at site in the thread's
+ * buffer with general registers only (the vector state is live): the
+ * pages the cache has for every kind of the access are left out, the
+ * others are appended like the per-event path does (the slots reserved
+ * with a compare-and-swap on cur, depth raised while they are written) and
+ * noted. 1: done; 0: nothing changed, the caller takes the whole-state
+ * path (no cache yet, the runtime busy on this thread, no room). */
+static GPR_ONLY int quick_record(uint64_t site, unsigned kind, const uint64_t *pages, unsigned n)
+{
+	struct vpt_thread *t = &vpt_t;
+	uint64_t todo[16], cur, time = LOAD(&vpt_hot.clock);
+	unsigned m = 0;
+	if (!t->cache || (t->flags & (VTF_INBATCH | VTF_RUNTIME)) || n > 16)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = 0;
+		while (j < m && todo[j] != pages[i])
+			j++;
+		if (j == m && !cache_has(t, kind, pages[i]))
+			todo[m++] = pages[i];
+	}
+	if (m == 0)
+		return 1;
+	t->depth++;
+	cur = LOAD(&t->cur);
+	do {
+		uint64_t end = LOAD(&t->end);
+		if (end == 0 || cur + m * VPT_EV_SIZE > end) {
+			t->depth--;
+			return 0;
+		}
+	} while (!CAS(&t->cur, &cur, cur + m * VPT_EV_SIZE));
+	for (unsigned i = 0; i < m; i++) {
+		struct vpt_event *e = (struct vpt_event *)(uintptr_t)(cur + i * VPT_EV_SIZE);
+		e->page1 = todo[i] + 1;
+		e->time = time;
+		STORER(&e->site, site);
+		(void)cache_seen(t, kind, todo[i]);
+	}
+	t->depth--;
+	return 1;
 }
 
 /* Notes page p for this kind of access in the thread's cache. */
@@ -1801,6 +1845,53 @@ void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64
 			addr = base + e * w;
 		append_range(site, addr >> 12, (addr + w - 1) >> 12, time);
 	}
+}
+
+/* vpt_vec's quick path (stubs.S: the vector state not saved, DF clear):
+ * area holds the index register (bytes 0-31) and the mask register
+ * (32-63) the descriptor names, as vpt_vec stored them. Records the
+ * elements' pages that the cache lacks (quick_record); 0: vpt_vec_c must
+ * (exact mode, a descriptor it does not handle, no room). */
+GPR_ONLY int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base)
+{
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
+	uint32_t d = s->block;
+	uint64_t w = s->size, pages[16];
+	unsigned n = VD_COUNT(d), np = 0;
+	if ((s->kind & 4) || (w != 4 && w != 8) || n > 8)
+		return 0;
+	for (unsigned e = 0; e < n; e++) {
+		uint64_t addr;
+		if (VD_MASK(d)) {
+			int64_t m;
+			if (w == 4) {
+				int32_t x;
+				__builtin_memcpy(&x, area + 32 + 4 * e, 4);
+				m = x;
+			} else {
+				__builtin_memcpy(&m, area + 32 + 8 * e, 8);
+			}
+			if (m >= 0)
+				continue; /* lane off: sign bit clear */
+		}
+		if (VD_VSIB(d)) {
+			int64_t idx;
+			if (VD_QIDX(d)) {
+				__builtin_memcpy(&idx, area + 8 * e, 8);
+			} else {
+				int32_t x;
+				__builtin_memcpy(&x, area + 4 * e, 4);
+				idx = x;
+			}
+			addr = base + ((uint64_t)idx << VD_SCALE(d));
+		} else {
+			addr = base + e * w;
+		}
+		pages[np++] = addr >> 12;
+		if ((addr + w - 1) >> 12 != addr >> 12)
+			pages[np++] = (addr + w - 1) >> 12;
+	}
+	return quick_record(site, s->kind, pages, np);
 }
 
 /* After a repe/repne cmps or scas: the instruction compared rcx0 - rcx

@@ -577,15 +577,13 @@ vpt_range:
 	.endm
 
 /*
- * vpt_vec: vpt_vec_full's fast path, for when the thread's recent-page
- * cache has every page the vector access touches, for its kinds of access
- * (a gather in a loop over pages recorded lately): reads the index and
- * mask registers the site's descriptor names (rt.c VD_*) without saving
- * the vector state, probes the cache without changing it, and returns.
- * Anything else (a page not there, exact mode, no cache yet, a descriptor
- * it does not know) goes to vpt_vec_full with the stack as on entry,
- * which records as before (its probes note the pages). Preserves every
- * register and the arithmetic flags (seto/lahf).
+ * vpt_vec: vpt_vec_full's fast path. It stores the index and mask
+ * registers the site's descriptor names (rt.c VD_*) on its stack, through
+ * a table of vmovdqu, and calls vpt_vec_quick (C, general registers only),
+ * which records the pages the thread's cache lacks without the vector
+ * state being saved. When that cannot (exact mode, no cache yet, a full
+ * buffer, a descriptor it does not handle), vpt_vec_full takes over with
+ * the stack as on entry. Preserves every register and the flags.
  */
 	.globl vpt_vec
 	.type vpt_vec, @function
@@ -593,7 +591,7 @@ vpt_range:
 vpt_vec:
 	.cfi_startproc
 	VEC_SAVE
-	subq $80, %rsp                  /* 0 indices, 32 mask, 64 a page, 72 flags; 80 r11 .. 160 rax, 168 ret, 176 base */
+	subq $80, %rsp                  /* 0 indices, 32 mask, 72 flags; 80 r11 .. 160 rax, 168 ret, 176 base */
 	.cfi_adjust_cfa_offset 80
 	movl %eax, 72(%rsp)
 	cmpl $0, vpt_hot+VH_ACTIVE(%rip)
@@ -601,28 +599,7 @@ vpt_vec:
 	movq 168(%rsp), %rsi            /* return address -> nopl site(%rip) */
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi         /* site */
-	movzbl 16(%rsi), %ebp           /* kind */
-	testl $4, %ebp
-	jnz .Lvec_full                  /* exact mode */
-	andl $3, %ebp                   /* k: every kind of the access must be there */
-	jz .Lvec_full
-	movzwl 18(%rsi), %ebx           /* element size */
-	cmpl $4, %ebx
-	je 1f
-	cmpl $8, %ebx
-	jne .Lvec_full
-1:	movl 24(%rsi), %edi             /* the descriptor (rt.c VD_*) */
-	movl %edi, %esi
-	shrl $9, %esi
-	andl $0x3f, %esi                /* elements */
-	cmpl $8, %esi
-	ja .Lvec_full
-	movq vpt_t@gottpoff(%rip), %rdx
-	movq %fs:VT_CACHE(%rdx), %r10   /* the cache: none before the thread's first batch */
-	testq %r10, %r10
-	jz .Lvec_full
-	movq vpt_hot+VH_EPOCH(%rip), %r9
-	movq 176(%rsp), %r11            /* base */
+	movl 24(%rsi), %edi             /* the descriptor */
 	btl $20, %edi                   /* a mask */
 	jnc 2f
 	movl %edi, %eax
@@ -633,8 +610,7 @@ vpt_vec:
 	leaq .Lvec_st32(%rip), %rdx
 	leaq (%rdx,%rax,8), %rdx
 	call *%rdx                      /* the mask register to 32(%rsp) */
-2:	movq %rbx, %r8                  /* the multiplier: the element size, or 1 << scale */
-	btl $5, %edi                    /* VSIB: indices */
+2:	btl $5, %edi                    /* VSIB: indices */
 	jnc 3f
 	movl %edi, %eax
 	andl $0x1f, %eax
@@ -643,48 +619,22 @@ vpt_vec:
 	leaq .Lvec_st0(%rip), %rdx
 	leaq (%rdx,%rax,8), %rdx
 	call *%rdx                      /* the index register to 0(%rsp) */
-	movl %edi, %ecx
-	shrl $6, %ecx
-	andl $3, %ecx
-	movl $1, %r8d
-	shll %cl, %r8d
-3:	xorl %ecx, %ecx                 /* e */
-.Lvec_elem:
-	cmpl %esi, %ecx
-	jae .Lvec_ret                   /* every page there */
-	btl $20, %edi
-	jnc 4f
-	cmpl $4, %ebx                   /* the mask lane: the sign of element e */
-	jne 5f
-	cmpl $0, 32(%rsp,%rcx,4)
-	jmp 6f
-5:	cmpq $0, 32(%rsp,%rcx,8)
-6:	jge .Lvec_next                  /* lane off */
-4:	movq %rcx, %rax                 /* no indices: element e */
-	btl $5, %edi
-	jnc 7f
-	btl $8, %edi
-	jc 8f
-	movslq (%rsp,%rcx,4), %rax      /* dword index */
-	jmp 7f
-8:	movq (%rsp,%rcx,8), %rax        /* qword index */
-7:	imulq %r8, %rax
-	addq %r11, %rax                 /* the element's address */
-	leaq -1(%rax,%rbx), %rdx        /* its last byte */
-	shrq $12, %rax
-	shrq $12, %rdx
-	movq %rax, 64(%rsp)
-	cmpq %rax, %rdx
-	je 9f
-	call .Lvec_has                  /* the last page, when it is another */
-	jne .Lvec_full
-	movq 64(%rsp), %rdx
-9:	call .Lvec_has                  /* the first */
-	jne .Lvec_full
-.Lvec_next:
-	incl %ecx
-	jmp .Lvec_elem
-
+3:	pushfq                          /* DF: C wants it clear */
+	.cfi_adjust_cfa_offset 8
+	cld
+	movq %rsp, %rbx
+	.cfi_def_cfa_register %rbx
+	andq $-16, %rsp
+	movq %rsi, %rdi                 /* vpt_vec_quick(site, area, base) */
+	leaq 8(%rbx), %rsi
+	movq 184(%rbx), %rdx
+	call vpt_vec_quick
+	movq %rbx, %rsp
+	.cfi_def_cfa_register %rsp
+	popfq
+	.cfi_adjust_cfa_offset -8
+	testl %eax, %eax
+	jz .Lvec_full
 .Lvec_ret:
 	VEC_RESTORE
 	ret
@@ -693,37 +643,6 @@ vpt_vec:
 	.cfi_adjust_cfa_offset 168
 	VEC_RESTORE
 	jmp vpt_vec_full                /* the stack as on entry */
-
-/* .Lvec_has: ZF set if the cache (r10, epoch r9) has page rdx for every
- * kind in ebp. Clobbers rax, rdx. */
-.Lvec_has:
-	.cfi_def_cfa_offset 184
-	leaq 4(,%rdx,4), %rdx
-	addq %r9, %rdx                  /* the page's key: (page+1) << 2, + epoch */
-	movabsq $0x9e3779b97f4a7c15, %rax
-	imulq %rdx, %rax
-	shrq $VPT_CACHE_SHIFT, %rax
-	shlq $4, %rax
-	addq %r10, %rax                 /* the set */
-	pushq %rdx
-	.cfi_adjust_cfa_offset 8
-	xorq (%rax), %rdx               /* at most 3: this page, rdx = its kinds */
-	cmpq $3, %rdx
-	jbe 1f
-	movq (%rsp), %rdx
-	xorq 8(%rax), %rdx
-	cmpq $3, %rdx
-	jbe 1f
-	popq %rdx
-	.cfi_adjust_cfa_offset -8
-	testq %rsp, %rsp                /* ZF clear: not there */
-	ret
-1:	.cfi_adjust_cfa_offset 8
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	notl %edx
-	testl %ebp, %edx                /* ZF: no kind of the access missing */
-	ret
 	.cfi_endproc
 	.size vpt_vec, .-vpt_vec
 
