@@ -1,6 +1,10 @@
 package main
 
-import "hijack/vptrace/trace"
+import (
+	"slices"
+
+	"hijack/vptrace/trace"
+)
 
 // pageVal is one page's aggregate for the current interval.
 type pageVal struct {
@@ -116,19 +120,51 @@ func (t *pageTable) reset() {
 
 // pages appends the table's aggregates as trace.PageAgg.
 func (t *pageTable) pages(dst []trace.PageAgg) []trace.PageAgg {
-	for k, key := range t.keys {
-		if key == 0 {
-			continue
-		}
+	for _, k := range t.order() {
 		s := &t.vals[k]
 		sites := []trace.SiteCount{{Site: s.site0, Count: s.count0}}
 		if s.more != 0 {
 			sites = append(sites, t.more[s.more-1]...)
 		}
 		dst = append(dst, trace.PageAgg{
-			Page: key - 1, Events: s.events, Reads: s.reads, Writes: s.writes,
+			Page: t.keys[k] - 1, Events: s.events, Reads: s.reads, Writes: s.writes,
 			First: s.first, Last: s.last, Sites: sites,
 		})
 	}
 	return dst
+}
+
+// order returns the slots of the table's pages in page order (the trace
+// wants it; its writer's sort then finds them sorted): each key packed
+// with its slot in one word sorts without a comparison function, far
+// faster than the aggregates would. Keys (page+1 < 2^37 for user
+// addresses) or tables too large to pack give table order; the writer
+// sorts.
+func (t *pageTable) order() []int {
+	const slotBits = 26
+	packed := make([]uint64, 0, t.n)
+	for k, key := range t.keys {
+		if key == 0 {
+			continue
+		}
+		if key>>(64-slotBits) != 0 || len(t.keys) > 1<<slotBits {
+			packed = nil
+			break
+		}
+		packed = append(packed, key<<slotBits|uint64(k))
+	}
+	order := make([]int, 0, t.n)
+	if packed == nil {
+		for k, key := range t.keys {
+			if key != 0 {
+				order = append(order, k)
+			}
+		}
+		return order
+	}
+	slices.Sort(packed)
+	for _, p := range packed {
+		order = append(order, int(p&(1<<slotBits-1)))
+	}
+	return order
 }
