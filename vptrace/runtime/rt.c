@@ -1728,8 +1728,9 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
  * multiplier as a signed 24-bit number below). The caller pushed first,
  * last and adj: regs[18] is adj, regs[19] last, regs[20] first. adj bit 0:
  * the first access is one step after first; bit 1: the last is one step
- * before last. */
-/* vpt_range_dyn's run: first, last and the step from the registers */
+ * before last. dyn_run works out the run's first and last access and its
+ * step; vpt_range_dyn_quick (before the xsave) and vpt_range_dyn_c record
+ * it. */
 static inline GPR_ONLY void dyn_run(uint64_t site, const uint64_t *regs, uint64_t adj, uint64_t *first, uint64_t *last, int64_t *step)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
