@@ -576,6 +576,22 @@ vpt_range:
 	POP_CFI r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax
 	.endm
 
+/* VEC_STORE table, shift: the vector register numbered by bits shift..+4
+ * of the descriptor (edi) to vpt_vec's area, through table; ymm16-31 (no
+ * VEX encoding) go to the whole-state path. */
+	.macro VEC_STORE table, shift
+	movl %edi, %eax
+	.if \shift
+	shrl $\shift, %eax
+	.endif
+	andl $0x1f, %eax
+	cmpl $15, %eax
+	ja .Lvec_full
+	leaq \table(%rip), %rdx
+	leaq (%rdx,%rax,8), %rdx
+	call *%rdx
+	.endm
+
 /*
  * vpt_vec: vpt_vec_full's fast path. It stores the index and mask
  * registers the site's descriptor names (rt.c VD_*) on its stack, through
@@ -602,23 +618,10 @@ vpt_vec:
 	movl 24(%rsi), %edi             /* the descriptor */
 	btl $20, %edi                   /* a mask */
 	jnc 2f
-	movl %edi, %eax
-	shrl $15, %eax
-	andl $0x1f, %eax
-	cmpl $15, %eax
-	ja .Lvec_full
-	leaq .Lvec_st32(%rip), %rdx
-	leaq (%rdx,%rax,8), %rdx
-	call *%rdx                      /* the mask register to 32(%rsp) */
+	VEC_STORE .Lvec_st32, 15        /* the mask register to 32(%rsp) */
 2:	btl $5, %edi                    /* VSIB: indices */
 	jnc 3f
-	movl %edi, %eax
-	andl $0x1f, %eax
-	cmpl $15, %eax
-	ja .Lvec_full
-	leaq .Lvec_st0(%rip), %rdx
-	leaq (%rdx,%rax,8), %rdx
-	call *%rdx                      /* the index register to 0(%rsp) */
+	VEC_STORE .Lvec_st0, 0          /* the index register to 0(%rsp) */
 3:	pushfq                          /* DF: C wants it clear */
 	.cfi_adjust_cfa_offset 8
 	cld
@@ -648,19 +651,19 @@ vpt_vec:
 
 /* vmovdqu %ymmN, 8(%rsp) / 40(%rsp) (past the return address): the index
  * and mask registers of vpt_vec, by number; 8 bytes each */
+	.macro VEC_TABLE off
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	vmovdqu %ymm\n, \off(%rsp)
+	ret
+	.p2align 3
+	.endr
+	.endm
+
 	.p2align 3
 .Lvec_st0:
-	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
-	vmovdqu %ymm\n, 8(%rsp)
-	ret
-	.p2align 3
-	.endr
+	VEC_TABLE 8
 .Lvec_st32:
-	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
-	vmovdqu %ymm\n, 40(%rsp)
-	ret
-	.p2align 3
-	.endr
+	VEC_TABLE 40
 	FULLSTUB vpt_rep_after, vpt_rep_after_c
 	FULLSTUB vpt_range_dyn, vpt_range_dyn_c, vpt_range_dyn_quick
 
