@@ -1797,55 +1797,79 @@ void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64
 extern uint32_t vpt_xsave_mask; /* stubs.S: the components xsave saves */
 static uint32_t ymm_off;        /* offset of the AVX upper halves in the xsave area */
 
-/* vec_elem reads element e (w bytes) of vector register r from the saved
- * state: the low 16 bytes from the legacy area, the next 16 from the AVX
- * component when xsave saved it. */
-static int64_t vec_elem(const uint8_t *state, unsigned r, unsigned e, unsigned w)
+/* vec_reg copies vector register r (32 bytes) out of the saved state: the
+ * low 16 bytes from the legacy area, the next 16 from the AVX component
+ * when xsave saved it (else zeros, as for r > 15). */
+static void vec_reg(const uint8_t *state, unsigned r, uint8_t out[32])
 {
-	unsigned off = e * w;
-	const uint8_t *p;
-	int64_t v = 0;
+	zero_bytes(out, 32);
 	if (r > 15)
-		return 0;
-	if (off + w <= 16) {
-		p = state + 160 + 16 * r + off;
-	} else {
-		if (!ymm_off || !(vpt_xsave_mask & 4))
-			return 0;
-		p = state + ymm_off + 16 * r + off - 16;
-	}
+		return;
+	copy_bytes(out, state + 160 + 16 * r, 16);
+	if (ymm_off && (vpt_xsave_mask & 4))
+		copy_bytes(out + 16, state + ymm_off + 16 * r, 16);
+}
+
+/* the sign-extended element of w (8, else 4) bytes at p */
+static inline GPR_ONLY int64_t vec_lane(const uint8_t *p, unsigned w)
+{
 	if (w == 8) {
-		memcpy(&v, p, 8);
-	} else {
-		int32_t x;
-		memcpy(&x, p, 4);
-		v = x;
+		int64_t v;
+		__builtin_memcpy(&v, p, 8);
+		return v;
 	}
-	return v;
+	int32_t x;
+	__builtin_memcpy(&x, p, 4);
+	return x;
+}
+
+/* vec_pages lists, in element order, the pages the active elements of a
+ * vector access (descriptor d, elements of w bytes) touch: an element is
+ * active when its mask lane's sign is set (masked accesses), at base +
+ * index << scale (gathers) or base + e*w. idx and mask are the index and
+ * mask registers' 32 bytes; elements past a register's end are not read. */
+static inline GPR_ONLY unsigned vec_pages(uint32_t d, uint64_t w, const uint8_t *idx, const uint8_t *mask, uint64_t base, uint64_t pages[16])
+{
+	unsigned np = 0, iw = VD_QIDX(d) ? 8 : 4, mw = w == 8 ? 8 : 4;
+	for (unsigned e = 0; e < VD_COUNT(d) && np + 2 <= 16; e++) {
+		uint64_t addr;
+		if (VD_MASK(d)) {
+			if (e * w + mw > 32)
+				break;
+			if (vec_lane(mask + e * w, mw) >= 0)
+				continue; /* lane off: sign bit clear */
+		}
+		if (VD_VSIB(d)) {
+			if (e * iw + iw > 32)
+				break;
+			addr = base + ((uint64_t)vec_lane(idx + e * iw, iw) << VD_SCALE(d));
+		} else {
+			addr = base + e * w;
+		}
+		pages[np++] = addr >> 12;
+		if ((addr + w - 1) >> 12 != addr >> 12)
+			pages[np++] = (addr + w - 1) >> 12;
+	}
+	return np;
 }
 
 void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	uint32_t d = s->block;
-	uint64_t w = s->size ? s->size : 1, time = LOAD(&vpt_hot.clock);
-	unsigned n = VD_COUNT(d);
+	uint64_t time = LOAD(&vpt_hot.clock), pages[16];
+	uint8_t idx[32], mask[32];
 	(void)regs;
 	if (!ymm_off && (vpt_xsave_mask & 4)) {
 		unsigned a, b, c, dd;
 		__cpuid_count(0xd, 2, a, b, c, dd);
 		ymm_off = b;
 	}
-	for (unsigned e = 0; e < n && e < 64; e++) {
-		uint64_t addr;
-		if (VD_MASK(d) && vec_elem(state, VD_MREG(d), e, (unsigned)w) >= 0)
-			continue; /* lane off: sign bit clear */
-		if (VD_VSIB(d))
-			addr = base + ((uint64_t)vec_elem(state, VD_VIDX(d), e, VD_QIDX(d) ? 8 : 4) << VD_SCALE(d));
-		else
-			addr = base + e * w;
-		append_range(site, addr >> 12, (addr + w - 1) >> 12, time);
-	}
+	vec_reg(state, VD_VIDX(d), idx);
+	vec_reg(state, VD_MREG(d), mask);
+	unsigned np = vec_pages(d, s->size ? s->size : 1, idx, mask, base, pages);
+	for (unsigned i = 0; i < np; i++)
+		append_range(site, pages[i], pages[i], time);
 }
 
 /* vpt_vec's quick path (stubs.S: the vector state not saved, DF clear):
@@ -1856,42 +1880,10 @@ void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64
 GPR_ONLY int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
-	uint32_t d = s->block;
-	uint64_t w = s->size, pages[16];
-	unsigned n = VD_COUNT(d), np = 0;
-	if ((s->kind & 4) || (w != 4 && w != 8) || n > 8)
+	uint64_t pages[16];
+	if ((s->kind & 4) || (s->size != 4 && s->size != 8) || VD_COUNT(s->block) > 8)
 		return 0;
-	for (unsigned e = 0; e < n; e++) {
-		uint64_t addr;
-		if (VD_MASK(d)) {
-			int64_t m;
-			if (w == 4) {
-				int32_t x;
-				__builtin_memcpy(&x, area + 32 + 4 * e, 4);
-				m = x;
-			} else {
-				__builtin_memcpy(&m, area + 32 + 8 * e, 8);
-			}
-			if (m >= 0)
-				continue; /* lane off: sign bit clear */
-		}
-		if (VD_VSIB(d)) {
-			int64_t idx;
-			if (VD_QIDX(d)) {
-				__builtin_memcpy(&idx, area + 8 * e, 8);
-			} else {
-				int32_t x;
-				__builtin_memcpy(&x, area + 4 * e, 4);
-				idx = x;
-			}
-			addr = base + ((uint64_t)idx << VD_SCALE(d));
-		} else {
-			addr = base + e * w;
-		}
-		pages[np++] = addr >> 12;
-		if ((addr + w - 1) >> 12 != addr >> 12)
-			pages[np++] = (addr + w - 1) >> 12;
-	}
+	unsigned np = vec_pages(s->block, s->size, area, area + 32, base, pages);
 	return quick_record(site, s->kind, pages, np);
 }
 
