@@ -611,6 +611,14 @@ static int smallstack(void)
 
 /* ---- the recent-page cache (sites 15-17) ---- */
 
+/* writes to the 9000 pages at big: other keys than reads, evicting part
+ * of the reads' from the cache */
+static void evict_reads(char *big)
+{
+	for (int i = 0; i < 9000; i++)
+		CW(big + (size_t)i * 4096);
+}
+
 static void *cache_thread(void *arg)
 {
 	char *b = arg;
@@ -668,12 +676,10 @@ static int cachetest(void)
 	for (int i = 0; i < 50; i++)
 		CSWEEP(big + (size_t)(i * 97 % 9000) * 4096, 40, 512);
 	/* the memo: a site's runs recorded lately, even after the cache lost
-	 * their pages (writes to 9000 pages: other keys, evicting part of the
-	 * reads') */
+	 * their pages (evict_reads) */
 	for (int j = 0; j < 20; j++) /* a column walk, column after column */
 		CSWEEP(big + 8 * j, 600, 4088);
-	for (int i = 0; i < 9000; i++)
-		CW(big + (size_t)i * 4096);
+	evict_reads(big);
 	for (int j = 20; j < 40; j++)
 		CSWEEP(big + 8 * j, 600, 4088);
 	CSWEEP(big + 4096 * 590, 30, 4096); /* overlaps the end: 20 more pages */
@@ -684,13 +690,11 @@ static int cachetest(void)
 	for (int j = 0; j < 4; j++) {
 		CDSWEEP(big + 4096 * 1000, 200 - j, 3 * 4096 + 8);
 		CDSWEEP(big + 4096 * 1000 + 8, 200, 3 * 4096 + 8); /* not the same accesses */
-		for (int i = 0; i < 9000; i++)
-			CW(big + (size_t)i * 4096);
+		evict_reads(big);
 	}
 	for (int j = 0; j < 4; j++) {
 		CDSWEEP(big + 4096 * 2000 + 8 * j, 150 - j, 4096 * 5);
-		for (int i = 0; i < 9000; i++)
-			CW(big + (size_t)i * 4096);
+		evict_reads(big);
 	}
 	char *fresh = pages(60); /* pages no site read yet */
 	CDSWEEP(fresh, 10, 4096 * 5);
@@ -700,8 +704,7 @@ static int cachetest(void)
 	CSWEEP(f2, 20, 4096);             /* pages 0-19 */
 	CSWEEP(f2 + 4096 * 21, 30, 4096); /* 21-50: a gap, not adjacent */
 	CSWEEP(f2 + 4096 * 45, 40, 4096); /* 45-84: overlaps, 51-84 recorded */
-	for (int i = 0; i < 9000; i++)
-		CW(big + (size_t)i * 4096);
+	evict_reads(big);
 	CSWEEP(f2 + 4096 * 60, 25, 4096); /* 60-84: within the union */
 	CSWEEP(f2 + 4096 * 60, 26, 4096); /* 60-85: one page past it */
 	CDSWEEP(f2 + 4096 * 100, 5, 4096 * 3);
@@ -715,8 +718,7 @@ static int cachetest(void)
 	for (int r = 0; r < 3; r++) { /* one site, two arrays in turn: an entry each */
 		CDSWEEP(big + 4096 * 3000, 300, 4096 * 3);
 		CDSWEEP(big + 4096 * 6000, 300, 4096 * 3);
-		for (int i = 0; i < 9000; i++)
-			CW(big + (size_t)i * 4096);
+		evict_reads(big);
 	}
 	CDSWEEP(big + 4096 * 1000, 200, -(3 * 4096 + 8));     /* backwards: other accesses */
 	vptrace_stop();
