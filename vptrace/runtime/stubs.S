@@ -107,6 +107,21 @@ vpt_slow_rdi:
 	.cfi_endproc
 	.size vpt_slow_rdi, .-vpt_slow_rdi
 
+/* CACHE_WAY off, other: vpt_event's probe of the entry at off(%rsi) (key
+ * r8, kinds eax): not this page, on to other; this page with every kind of
+ * the access, .Lret; else the kinds added, on to the event (4f). */
+	.macro CACHE_WAY off, other
+	movq \off(%rsi), %rdx
+	xorq %r8, %rdx                  /* at most 3: this page, rdx = its kinds */
+	cmpq $3, %rdx
+	ja \other
+	notl %edx
+	testl %eax, %edx
+	jz .Lret                        /* every kind of this access recorded */
+	orq %rax, \off(%rsi)
+	jmp 4f
+	.endm
+
 /* vpt_event: rdi = page+1; the original rdi is at 0(%rsp), the return address at 8(%rsp). */
 	.hidden vpt_event
 	.type vpt_event, @function
@@ -151,24 +166,8 @@ vpt_event:
 	shrq $VPT_CACHE_SHIFT, %rdx
 	shlq $4, %rdx
 	addq %rdx, %rsi                 /* the set: two entries, key | kinds recorded */
-	movq (%rsi), %rdx
-	xorq %r8, %rdx                  /* at most 3: this page, rdx = its kinds */
-	cmpq $3, %rdx
-	ja 3f
-	notl %edx
-	testl %eax, %edx
-	jz .Lret                        /* every kind of this access recorded */
-	orq %rax, (%rsi)
-	jmp 4f
-3:	movq 8(%rsi), %rdx
-	xorq %r8, %rdx
-	cmpq $3, %rdx
-	ja 5f
-	notl %edx
-	testl %eax, %edx
-	jz .Lret
-	orq %rax, 8(%rsi)
-	jmp 4f
+	CACHE_WAY 0, 3f
+3:	CACHE_WAY 8, 5f
 5:	movq (%rsi), %rdx               /* in neither: the first entry moves to the second */
 	movq %rdx, 8(%rsi)
 	orq %rax, %r8
