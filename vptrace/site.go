@@ -16,10 +16,10 @@ import (
 
 // Segment classes of an access (struct vpt_site.seg).
 const (
-	segHeap   = 0 // heap or unknown: a pointer in a register
-	segGlobal = 1 // .data, .bss, .rodata: RIP-relative or absolute symbol
-	segStack  = 2 // rsp- or frame-pointer-based
-	segTLS    = 3 // a thread-local variable
+	segUnknown = 0 // a pointer in a register: heap, a global passed by pointer, a stack
+	segGlobal  = 1 // .data, .bss, .rodata: RIP-relative or absolute symbol
+	segStack   = 2 // rsp- or frame-pointer-based
+	segTLS     = 3 // a thread-local variable
 )
 
 // Access kinds (struct vpt_site.kind).

@@ -211,7 +211,7 @@ type group struct {
 }
 
 // groups totals a thread's events by function and by variable (sites
-// naming no variable count under their segment: [heap], [stack], ...).
+// naming no variable count under their segment: [unknown], [stack], ...).
 func groups(tr *trace.Trace, th *trace.Thread) (byFunc, bySym []group) {
 	type acc struct {
 		g     group

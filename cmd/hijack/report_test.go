@@ -22,7 +22,7 @@ func writeTrace(t *testing.T, dir string, end bool) string {
 	strs := []byte("\x00app.o\x00main\x00sum, total\x00table\x00")
 	w.Object(&trace.Object{Desc: 0x1000, SitesAddr: 0x1030, StrsAddr: 0x1090, Version: 1, ID: 0xabc, NameOff: 1,
 		Sites: []trace.SiteRec{
-			{Func: 7, InsnOff: 0x1c, Sym: trace.NoSym, Kind: trace.KindRead, Seg: trace.SegHeap, Size: 8},
+			{Func: 7, InsnOff: 0x1c, Sym: trace.NoSym, Kind: trace.KindRead, Seg: trace.SegUnknown, Size: 8},
 			{Func: 12, InsnOff: 0x40, Sym: 23, SymOff: 8, Kind: trace.KindWrite, Seg: trace.SegGlobal, Size: 4},
 			{Func: 12, InsnOff: 0x48, Sym: trace.NoSym, Kind: trace.KindRMW, Seg: trace.SegStack, Size: 4},
 		}, Strs: strs})
@@ -67,7 +67,7 @@ func TestReportCSV(t *testing.T) {
 	}
 	want := [][]string{
 		{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites", "top_function", "top_insn", "top_symbol", "segment", "object", "pid"},
-		{"4242", "0x55550000", "10", "0", "10", "10", "90", "1", "main", "0x1c", "", "heap", "app.o", "4242"},
+		{"4242", "0x55550000", "10", "0", "10", "10", "90", "1", "main", "0x1c", "", "unknown", "app.o", "4242"},
 		{"4242", "0x55551000", "1", "2", "3", "20", "30", "2", "sum, total", "0x40", "table", "global", "app.o", "4242"},
 		{"4250", "0x7ffd0000", "4", "4", "4", "41", "60", "1", "sum, total", "0x48", "", "stack", "app.o", "4242"},
 	}
@@ -94,7 +94,7 @@ func TestReportText(t *testing.T) {
 	}
 	for _, s := range []string{"pid 4242", "./app in.txt", "status: complete", "3 (thread, page) pairs",
 		"thread 4242 (app): 2 pages, 8.0 KiB", "0x55551000", "sum, total+0x40", "table", "by function", "by variable",
-		"[heap]", "worker", "phase 2", "1 events DROPPED"} {
+		"[unknown]", "worker", "phase 2", "1 events DROPPED"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report lacks %q:\n%s", s, out)
 		}

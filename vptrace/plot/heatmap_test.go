@@ -22,7 +22,7 @@ func writeTrace(t *testing.T) (string, *trace.Trace) {
 	w.Object(&trace.Object{Desc: 0x1000, SitesAddr: 0x1030, StrsAddr: 0x1070, Version: 1, ID: 1, NameOff: 1,
 		Sites: []trace.SiteRec{
 			{Func: 7, Sym: 12, Kind: trace.KindRead, Seg: trace.SegGlobal, Size: 8},
-			{Func: 7, Sym: trace.NoSym, Kind: trace.KindWrite, Seg: trace.SegHeap, Size: 8},
+			{Func: 7, Sym: trace.NoSym, Kind: trace.KindWrite, Seg: trace.SegUnknown, Size: 8},
 		}, Strs: []byte("\x00app.o\x00fill\x00table\x00")})
 	w.ThreadStart(&trace.ThreadStart{Serial: 1, TID: 100, Name: "app"})
 	// interval 1 (0..100 ms): pages 0x1000-0x1003 read (table), page
@@ -62,7 +62,7 @@ func TestHeatmapBins(t *testing.T) {
 	if len(h.Regions) != 2 || h.Regions[0].Lo != 0x1000 || h.Regions[0].Hi != 0x1003 || h.Regions[1].Lo != 0x9000 {
 		t.Fatalf("regions %+v", h.Regions)
 	}
-	if !strings.HasPrefix(h.Regions[0].Label, "table") || !strings.HasPrefix(h.Regions[1].Label, "[heap] fill") {
+	if !strings.HasPrefix(h.Regions[0].Label, "table") || !strings.HasPrefix(h.Regions[1].Label, "[unknown] fill") {
 		t.Errorf("labels %q, %q", h.Regions[0].Label, h.Regions[1].Label)
 	}
 	if h.Rows != 4+1+1 || h.Total != 10+10+10+4+5+1 {

@@ -97,7 +97,7 @@ struct vpt_site {          /* 32 bytes */
 	uint8_t kind;          /* bit 0 read, bit 1 write (3: read-modify-write);
 	                          bit 4 rep string source (from rsi), bit 5 rep destination (rdi);
 	                          bit 6 a sweep, recorded per loop run (vpt_range) */
-	uint8_t seg;           /* 0 heap/unknown, 1 global, 2 stack, 3 TLS */
+	uint8_t seg;           /* 0 unknown (a pointer in a register), 1 global, 2 stack, 3 TLS */
 	uint16_t size;         /* access size; rep string operations: element size */
 	uint32_t covers;
 	uint32_t block;

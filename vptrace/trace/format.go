@@ -147,18 +147,22 @@ func (k Kind) String() string {
 // Segment classes (vpt_site.seg).
 type Segment uint8
 
-// Segments.
+// Segments. The preset knows a segment only from the operand's form: a
+// relocation names a global or a TLS variable, rsp/rbp addresses the
+// stack. An address computed in a register (a pointer: the heap, but as
+// well a global array passed to a function, another thread's stack, an
+// mmap'ed file) is SegUnknown until accesses are attributed by address.
 const (
-	SegHeap   Segment = 0 // heap or unknown
-	SegGlobal Segment = 1
-	SegStack  Segment = 2
-	SegTLS    Segment = 3
+	SegUnknown Segment = 0 // a pointer in a register: heap, global or stack
+	SegGlobal  Segment = 1
+	SegStack   Segment = 2
+	SegTLS     Segment = 3
 )
 
 func (s Segment) String() string {
 	switch s {
-	case SegHeap:
-		return "heap"
+	case SegUnknown:
+		return "unknown"
 	case SegGlobal:
 		return "global"
 	case SegStack:

@@ -20,7 +20,7 @@ func sample(t testing.TB) []byte {
 	strs := []byte("\x00a.o\x00main\x00fill\x00buf\x00")
 	w.Object(&Object{Desc: 0x5000, SitesAddr: 0x5030, StrsAddr: 0x5090, Version: 1, ID: 7, NameOff: 1,
 		Sites: []SiteRec{
-			{Func: 5, InsnOff: 0x10, Sym: NoSym, Kind: KindRead, Seg: SegHeap, Size: 8, Covers: 1},
+			{Func: 5, InsnOff: 0x10, Sym: NoSym, Kind: KindRead, Seg: SegUnknown, Size: 8, Covers: 1},
 			{Func: 10, InsnOff: 0x24, Sym: 15, SymOff: 16, Kind: KindWrite, Seg: SegGlobal, Size: 4, Covers: 2},
 			{Func: 10, InsnOff: 0x30, Sym: NoSym, Kind: KindRMW, Seg: SegStack, Size: 4},
 		}, Strs: strs})
