@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -42,6 +43,14 @@ func (p Params) get(name string, k Kind) any {
 		}
 	}
 	panic(fmt.Sprintf("rules: preset %q has no param %q", p.preset, name))
+}
+
+// clone returns a copy that shares no maps with p.
+func (p Params) clone() Params {
+	c := p
+	c.vals = maps.Clone(p.vals)
+	c.given = maps.Clone(p.given)
+	return c
 }
 
 // Float returns the value of a KindFloat parameter.

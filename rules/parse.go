@@ -167,18 +167,11 @@ func Default(presets Registry, preset string, settings ...string) (f *File, err 
 	}
 	params := newParams(spec)
 	for _, set := range settings {
-		key, val, ok := strings.Cut(set, "=")
-		key = strings.TrimSpace(key)
-		if !ok || key == "" {
-			return nil, p.errf(0, "preset %s: setting %q: want name=value", preset, clip(set))
+		key, n, err := p.setting(spec.Name, set)
+		if err != nil {
+			return nil, err
 		}
-		var n yaml.Node
-		if err := yaml.Unmarshal([]byte(val), &n); err != nil || len(n.Content) != 1 {
-			n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
-		} else {
-			n = *n.Content[0]
-		}
-		if err := p.param(&params, spec, key, &n, nil); err != nil {
+		if err := p.param(&params, spec, key, n, nil); err != nil {
 			if errors.Is(err, errUnknownParam) {
 				return nil, p.errf(0, "unknown param %q of preset %s (known: %s)", clip(key), spec.Name, strings.Join(spec.keys(), ", "))
 			}
@@ -186,6 +179,74 @@ func Default(presets Registry, preset string, settings ...string) (f *File, err 
 		}
 	}
 	return &File{Version: Version, Rules: []Rule{{Preset: preset, Params: params, Index: 1}}}, nil
+}
+
+// Override sets parameters of the rules of f on top of what the file says,
+// for a command line such as "--rules r.yaml --param threshold=0.5": each
+// setting "name=value" (read as in Default) applies to every rule whose
+// preset declares the parameter. A setting no rule's preset declares is an
+// error, as is a value out of range; on error f is unchanged.
+func (f *File) Override(presets Registry, settings ...string) (err error) {
+	p := &parser{presets: presets}
+	defer func() {
+		if r := recover(); r != nil {
+			err = p.errf(0, "internal error: %v", r)
+		}
+	}()
+	rules := make([]Rule, len(f.Rules))
+	for i, r := range f.Rules {
+		r.Params = r.Params.clone()
+		rules[i] = r
+	}
+	for _, set := range settings {
+		key, n, err := p.setting("", set)
+		if err != nil {
+			return err
+		}
+		applied := false
+		for i := range rules {
+			r := &rules[i]
+			spec, ok := presets[r.Preset]
+			if !ok {
+				return p.errf(0, "rule %d: unknown preset %q", r.Index, r.Preset)
+			}
+			p.ctx = fmt.Sprintf("--param %s: rule %d: ", clip(key), r.Index)
+			err := p.param(&r.Params, spec, key, n, nil)
+			p.ctx = ""
+			if errors.Is(err, errUnknownParam) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			applied = true
+		}
+		if !applied {
+			return p.errf(0, "--param %s: no rule's preset has a parameter %q (the rules use %s)", clip(set), clip(key), strings.Join(f.Presets(), ", "))
+		}
+	}
+	f.Rules = rules
+	return nil
+}
+
+// setting splits a command-line setting "name=value" and reads the value
+// as a YAML scalar (a string if it does not parse as one).
+func (p *parser) setting(preset, set string) (string, *yaml.Node, error) {
+	key, val, ok := strings.Cut(set, "=")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		if preset != "" {
+			return "", nil, p.errf(0, "preset %s: setting %q: want name=value", preset, clip(set))
+		}
+		return "", nil, p.errf(0, "setting %q: want name=value", clip(set))
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(val), &n); err != nil || len(n.Content) != 1 {
+		n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
+	} else {
+		n = *n.Content[0]
+	}
+	return key, &n, nil
 }
 
 type parser struct {

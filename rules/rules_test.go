@@ -701,3 +701,62 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestOverride(t *testing.T) {
+	reg := DefaultRegistry()
+	const src = `version: 1
+rules:
+  - preset: vptrace
+    functions: [hot]
+    params: {threshold: 0.5, tls: initial-exec}
+  - preset: pad
+    functions: [cold]
+  - preset: vptrace
+    params: {exact: true}
+`
+	for _, tt := range []struct {
+		sets []string
+		want string // canonical params per rule, or the error's substring
+	}{
+		{nil, "threshold=0.5 pagesize=4096 usestack=false tls=initial-exec exact=false|seed=1 maxlen=15 after=false|threshold=0 pagesize=4096 usestack=false tls=auto exact=true"},
+		{[]string{"threshold=0.25"}, "threshold=0.25 pagesize=4096 usestack=false tls=initial-exec exact=false|seed=1 maxlen=15 after=false|threshold=0.25 pagesize=4096 usestack=false tls=auto exact=true"},
+		{[]string{"seed=9", "sizeexp=13"}, "threshold=0.5 pagesize=8192 usestack=false tls=initial-exec exact=false|seed=9 maxlen=15 after=false|threshold=0 pagesize=8192 usestack=false tls=auto exact=true"},
+		{[]string{"bogus=1"}, `--param bogus=1: no rule's preset has a parameter "bogus" (the rules use vptrace, pad)`},
+		{[]string{"threshold=2"}, "--param threshold: rule 1: param threshold of preset vptrace:"},
+		{[]string{"threshold"}, `setting "threshold": want name=value`},
+	} {
+		f, err := Parse("r.yaml", []byte(src), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := canonicalRules(f)
+		err = f.Override(reg, tt.sets...)
+		got := canonicalRules(f)
+		if err != nil {
+			got = err.Error()
+			if after := canonicalRules(f); after != before {
+				t.Errorf("%v: failed override changed the rules:\n%s\nwas\n%s", tt.sets, after, before)
+			}
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("Override(%q):\n got %s\nwant %s", tt.sets, got, tt.want)
+		}
+	}
+	// The override must not write through to a copy of the file's params.
+	f, _ := Parse("r.yaml", []byte(src), reg)
+	saved := f.Rules[0].Params
+	if err := f.Override(reg, "threshold=1"); err != nil {
+		t.Fatal(err)
+	}
+	if saved.Float("threshold") != 0.5 {
+		t.Errorf("Override changed a Params value shared with the caller")
+	}
+}
+
+func canonicalRules(f *File) string {
+	var parts []string
+	for _, r := range f.Rules {
+		parts = append(parts, r.Params.Canonical())
+	}
+	return strings.Join(parts, "|")
+}

@@ -64,21 +64,18 @@ func cmdCC(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.BoolP("quiet", "q", false, "no warnings")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(fixSingleDash(own)); err != nil {
-		fmt.Fprintf(stderr, "hijack cc: %v\n%s", err, ccUsage)
-		return 2
+		return usageError(stderr, "cc", "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, ccUsage)
-		return 0
+		return exitOK
 	}
 	if len(cmd) == 0 {
-		fmt.Fprint(stderr, ccUsage)
-		return 2
+		return usageError(stderr, "cc", "no compiler command (hijack cc -r RULES -- gcc ARGS...)")
 	}
-	rf, err := loadRules(*rulesPath, *presetName, *params, "hijack cc needs --rules FILE or --preset NAME")
-	if err != nil {
-		fmt.Fprintf(stderr, "hijack cc: %v\n", oneLine(err.Error()))
-		return 2
+	rf, status := loadRules(stderr, "cc", *rulesPath, *presetName, *params)
+	if rf == nil {
+		return status
 	}
 	w := &ccWrapper{rf: rf, quiet: *quiet, stdout: stdout, stderr: stderr}
 	return w.run(cmd)
@@ -88,6 +85,13 @@ type ccWrapper struct {
 	rf             *rules.File
 	quiet          bool
 	stdout, stderr io.Writer
+}
+
+// warn prints a warning unless -q was given.
+func (w *ccWrapper) warn(name, msg string) {
+	if !w.quiet {
+		fmt.Fprintf(w.stderr, "hijack: %s: warning: %s\n", name, oneLine(msg))
+	}
 }
 
 // mode is what a compiler command does.
@@ -102,13 +106,15 @@ const (
 // parsed is a compiler command line as hijack cc needs to know it.
 type parsed struct {
 	mode    ccMode
-	output  string // -o value
-	sources []int  // indices in args of source files
+	output  string         // -o value
+	outArg  int            // index in args of the argument holding the -o value (-1: none)
+	sources []int          // indices in args of source files
+	lang    map[int]string // -x language in force for a source, when there is one
 }
 
 // parse classifies a compiler command line (args without the compiler).
 func parseCC(args []string) parsed {
-	p := parsed{mode: modeLink}
+	p := parsed{mode: modeLink, outArg: -1, lang: map[int]string{}}
 	lang := "" // -x language, applies to later inputs
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -122,9 +128,9 @@ func parseCC(args []string) parsed {
 			p.mode = modeOther
 		case a == "-o" && i+1 < len(args):
 			i++
-			p.output = args[i]
+			p.output, p.outArg = args[i], i
 		case strings.HasPrefix(a, "-o") && len(a) > 2:
-			p.output = a[2:]
+			p.output, p.outArg = a[2:], i
 		case a == "-x" && i+1 < len(args):
 			i++
 			lang = args[i]
@@ -135,6 +141,9 @@ func parseCC(args []string) parsed {
 		case !strings.HasPrefix(a, "-") || a == "-":
 			if (lang != "" && lang != "none") || sourceExt[filepath.Ext(a)] {
 				p.sources = append(p.sources, i)
+				if lang != "" && lang != "none" {
+					p.lang[i] = lang
+				}
 			}
 		}
 	}
@@ -142,6 +151,26 @@ func parseCC(args []string) parsed {
 		p.mode = modeOther
 	}
 	return p
+}
+
+// isLTOFlag reports whether a compiler option asks for link-time
+// optimisation, which would replace the rewritten machine code with code
+// generated from the objects' IR at link time.
+func isLTOFlag(a string) bool {
+	return a == "-flto" || strings.HasPrefix(a, "-flto=") || strings.HasPrefix(a, "-flto-") ||
+		a == "-ffat-lto-objects" || a == "-fno-fat-lto-objects"
+}
+
+// dropLTO removes the LTO options from a command line.
+func dropLTO(args []string) (out []string, dropped []string) {
+	for _, a := range args {
+		if isLTOFlag(a) {
+			dropped = append(dropped, a)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, dropped
 }
 
 // argTakesValue lists driver options whose value is the next argument.
@@ -157,27 +186,24 @@ func argTakesValue(a string) bool {
 func (w *ccWrapper) run(cmd []string) int {
 	cc, args := cmd[0], cmd[1:]
 	p := parseCC(args)
-	switch p.mode {
-	case modeOther:
+	if p.mode == modeOther {
 		return w.exec(cc, args)
-	case modeCompile:
-		if st := w.exec(cc, args); st != 0 {
-			return st
-		}
-		for _, obj := range compileOutputs(p, args) {
-			if err := w.rewriteInPlace(obj); err != nil {
-				fmt.Fprintf(w.stderr, "hijack: %s: %s\n", obj, oneLine(err.Error()))
-				os.Remove(obj)
-				return 1
-			}
-		}
-		return 0
+	}
+	// LTO would throw the rewritten code away at link time: compile and
+	// link without it (said once per command).
+	args, dropped := dropLTO(args)
+	if len(dropped) > 0 {
+		w.warn("cc", fmt.Sprintf("%s dropped: link-time optimisation would replace the instrumented machine code at link time", strings.Join(dropped, " ")))
+		p = parseCC(args)
+	}
+	if p.mode == modeCompile {
+		return w.compile(cc, args, p)
 	}
 	// Link: compile sources first, one by one, then link the objects.
 	tmp, err := os.MkdirTemp("", "hijack-cc-")
 	if err != nil {
-		fmt.Fprintf(w.stderr, "hijack cc: %v\n", err)
-		return 1
+		fmt.Fprintf(w.stderr, "hijack: cc: cannot create a temporary directory: %v\n", errors.Unwrap(err))
+		return exitFailure
 	}
 	defer os.RemoveAll(tmp)
 	link := append([]string{}, args...)
@@ -188,25 +214,112 @@ func (w *ccWrapper) run(cmd []string) int {
 	compileFlags := compileOnlyFlags(args, isSource)
 	for k, i := range p.sources {
 		obj := filepath.Join(tmp, fmt.Sprintf("%d-%s.o", k, strings.TrimSuffix(filepath.Base(args[i]), filepath.Ext(args[i]))))
-		cargs := append(append(append([]string{}, compileFlags...), "-c", args[i]), "-o", obj)
+		cargs := append([]string{}, compileFlags...)
+		if l, ok := p.lang[i]; ok {
+			cargs = append(cargs, "-x", l)
+		}
+		cargs = append(cargs, "-c", args[i], "-o", obj)
 		if st := w.exec(cc, cargs); st != 0 {
 			return st
 		}
-		if err := w.rewriteInPlace(obj); err != nil {
+		if err := w.rewriteInPlace(obj, args[i]); err != nil {
 			fmt.Fprintf(w.stderr, "hijack: %s: %s\n", args[i], oneLine(err.Error()))
-			return 1
+			return exitFailure
 		}
 		link[i] = obj
+	}
+	// -x applied to the sources, now objects: "-x none" before them
+	// would be as right, but dropping the option is simpler.
+	if len(p.lang) > 0 {
+		link = dropLangOptions(link)
 	}
 	if w.usesVptrace() {
 		rt := runtimeArchive()
 		if rt == "" {
-			fmt.Fprintf(w.stderr, "hijack cc: the vptrace runtime archive was not found: set HIJACK_RUNTIME or run `make build`\n")
-			return 1
+			fmt.Fprintf(w.stderr, "hijack: cc: the vptrace runtime archive was not found: set HIJACK_RUNTIME or run `make build`\n")
+			return exitFailure
 		}
 		link = append(link, rt, "-lpthread")
 	}
 	return w.exec(cc, link)
+}
+
+// compile runs a -c command and rewrites the objects it wrote. An output
+// that is not a regular file (/dev/null, a fifo, "-" for stdout) cannot be
+// read back: the compiler writes a temporary object instead, which is
+// rewritten and then written into the output.
+func (w *ccWrapper) compile(cc string, args []string, p parsed) int {
+	special := p.output == "-"
+	if !special && p.output != "" {
+		if fi, err := os.Stat(p.output); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			special = true
+		}
+	}
+	if special {
+		tmp, err := os.MkdirTemp("", "hijack-cc-")
+		if err != nil {
+			fmt.Fprintf(w.stderr, "hijack: cc: cannot create a temporary directory: %v\n", errors.Unwrap(err))
+			return exitFailure
+		}
+		defer os.RemoveAll(tmp)
+		obj := filepath.Join(tmp, "out.o")
+		cargs := append([]string{}, args...)
+		if strings.HasPrefix(cargs[p.outArg], "-o") && cargs[p.outArg] != "-o" && cargs[p.outArg] != p.output {
+			cargs[p.outArg] = "-o" + obj
+		} else {
+			cargs[p.outArg] = obj
+		}
+		if st := w.exec(cc, cargs); st != 0 {
+			return st
+		}
+		res, err := w.rewrite(obj, p.output)
+		if err != nil {
+			fmt.Fprintf(w.stderr, "hijack: %s: %s\n", p.output, oneLine(err.Error()))
+			return exitFailure
+		}
+		if p.output == "-" {
+			if _, err := w.stdout.Write(res); err != nil {
+				fmt.Fprintf(w.stderr, "hijack: cc: cannot write the object to stdout: %v\n", err)
+				return exitFailure
+			}
+			return exitOK
+		}
+		if err := writeOutput(p.output, res); err != nil {
+			return outputFailed(w.stderr, err)
+		}
+		return exitOK
+	}
+	if st := w.exec(cc, args); st != 0 {
+		return st
+	}
+	for _, obj := range compileOutputs(p, args) {
+		if err := w.rewriteInPlace(obj, obj); err != nil {
+			fmt.Fprintf(w.stderr, "hijack: %s: %s\n", obj, oneLine(err.Error()))
+			// As a compiler deletes its output when it fails: an
+			// uninstrumented object left behind would look up to date
+			// to make. Only the regular file the compiler just wrote.
+			if fi, err := os.Lstat(obj); err == nil && fi.Mode().IsRegular() {
+				os.Remove(obj)
+			}
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// dropLangOptions removes -x options from a command line.
+func dropLangOptions(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-x" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-x") && len(a) > 2:
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // compileOnlyFlags keeps the options of a compile-and-link command that
@@ -217,9 +330,9 @@ func compileOnlyFlags(args []string, isSource map[int]bool) []string {
 		a := args[i]
 		switch {
 		case isSource[i] || !strings.HasPrefix(a, "-") || a == "-":
-		case a == "-o" || a == "-Xlinker" || a == "-l" || a == "-L" || a == "-T" || a == "-u" || a == "-z":
-			i++
-		case strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "-l") || strings.HasPrefix(a, "-L") || strings.HasPrefix(a, "-Wl,"),
+		case a == "-o" || a == "-Xlinker" || a == "-l" || a == "-L" || a == "-T" || a == "-u" || a == "-z" || a == "-x":
+			i++ // (-x: each source gets its own language option)
+		case strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "-x") || strings.HasPrefix(a, "-l") || strings.HasPrefix(a, "-L") || strings.HasPrefix(a, "-Wl,"),
 			a == "-shared" || a == "-static" || a == "-pie" || a == "-no-pie" || a == "-rdynamic" || a == "-s" || a == "-nostdlib" || a == "-nostartfiles":
 		case argTakesValue(a) && i+1 < len(args):
 			out = append(out, a, args[i+1])
@@ -257,21 +370,24 @@ func (w *ccWrapper) exec(name string, args []string) int {
 	return 0
 }
 
-func (w *ccWrapper) rewriteInPlace(obj string) error {
+// rewrite reads the object the compiler wrote at obj and returns it
+// rewritten; warnings name the user's file, name.
+func (w *ccWrapper) rewrite(obj, name string) ([]byte, error) {
 	data, err := os.ReadFile(obj)
 	if err != nil {
-		return err
+		return nil, errors.Unwrap(err)
 	}
-	warn := func(msg string) {
-		if !w.quiet {
-			fmt.Fprintf(w.stderr, "hijack: %s: warning: %s\n", obj, oneLine(msg))
-		}
-	}
-	out, _, err := rewrite.Rewrite(filepath.Base(obj), data, w.rf, presets(), warn)
+	out, _, err := rewrite.Rewrite(filepath.Base(name), data, w.rf, presets(), func(msg string) { w.warn(name, msg) })
+	return out, err
+}
+
+// rewriteInPlace rewrites the object the compiler wrote at obj.
+func (w *ccWrapper) rewriteInPlace(obj, name string) error {
+	out, err := w.rewrite(obj, name)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(obj, out)
+	return writeOutput(obj, out)
 }
 
 func (w *ccWrapper) usesVptrace() bool {

@@ -17,25 +17,28 @@ Usage:
   hijack -rules RULES.yaml IN.a OUT.a   rewrite every member of a static library
   hijack --preset NAME [--param K=V]... IN.o OUT.o
                                         rewrite with one preset on every function
-  hijack dump [--func GLOB] IN.o        show what hijack understood of IN.o
-  hijack analyze [--json|--dot F] IN.o  blocks, loops and scores per function
+  hijack dump [--func GLOB] IN.o|IN.a   show what hijack understood of IN
+  hijack analyze [--json|--dot F] IN    blocks, loops and scores per function
   hijack cc [-r RULES] -- CC ARGS...    compiler wrapper: make CC="hijack cc -r R -- gcc"
   hijack report [--csv|--json] TRACE   pages per thread from a vptrace trace file
   hijack tune --link CMD --run CMD OBJ.o...  overhead/accuracy sweep of vptrace T and H
-  hijack help                           this text
+  hijack help [TOPIC]                   this text, or: ` + helpTopicList + `
+  hijack --version                      version of hijack and of its formats
 
 Rewrite options:
   -r, --rules FILE     rules file (rules.yaml v1); -rules FILE works too
   -p, --preset NAME    use preset NAME with default parameters, without a rules file
-      --param K=V      set a preset parameter (with --preset), repeatable
-  -j, --jobs N         rewrite archive members N at a time (default: all CPUs)
+      --param K=V      set a preset parameter, repeatable; with --rules, it applies
+                       to every rule whose preset has the parameter
+  -j, --jobs N         rewrite archive members N at a time (N >= 1; default: all CPUs)
   -q, --quiet          do not print warnings
   -v, --verbose        print what was done
 
 Presets: pad (NOPs before every instruction: a stress test of code moving),
-vptrace (page access tracing), clobber (liveness stress test).
+vptrace (page access tracing), clobber (liveness stress test); see
+hijack help presets.
 
-A rules file, version 1:
+A rules file, version 1 (hijack help rules):
   version: 1
   rules:
     - preset: pad             # which instrumentation
@@ -43,14 +46,47 @@ A rules file, version 1:
       exclude: ["main"]       # globs to leave alone
       params: {seed: 7}
 
-hijack rewrites relocatable objects (.o): run it between compiling and
+hijack rewrites relocatable objects (.o) and static libraries (.a, thin ones
+too: the result is a regular archive): run it between compiling and
 linking. Functions it cannot rewrite safely are left as they are, with a
-warning that names them and says why. On error it prints one line
-"hijack: IN.o: what and where", exits non-zero and leaves no OUT.o.
+warning that names them and says why.
+
+Output files (hijack help files): OUT is written only when everything
+succeeded, and then atomically; on any error OUT is left exactly as it was.
+An existing OUT keeps its permissions; a symbolic link is followed; a
+character device or fifo (/dev/null) is written into, never replaced; a
+directory is an error. OUT may be IN itself (the object is rewritten in
+place); an object hijack already rewrote is refused.
+
+Exit status (every subcommand): 0 success; 1 the input or the operation
+failed (bad or unreadable object, archive, rules file or trace, write
+error); 2 usage (bad options or arguments); 3 internal error (a bug:
+please report it with the input). Every error is one line starting
+"hijack: " that names the user's file. hijack cc exits with the compiler's
+status when the compiler fails.
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit statuses, the same for every subcommand (documented in usage).
+const (
+	exitOK       = 0
+	exitFailure  = 1 // bad input, failed operation, write error
+	exitUsage    = 2 // bad options or arguments
+	exitInternal = 3 // a bug in hijack
+)
+
+// usageError prints a one-line usage error for subcommand sub ("" for the
+// rewrite command) and returns exitUsage.
+func usageError(stderr io.Writer, sub, format string, a ...any) int {
+	topic, prefix := "", ""
+	if sub != "" {
+		topic, prefix = " "+sub, sub+": "
+	}
+	fmt.Fprintf(stderr, "hijack: %s%s (see hijack help%s)\n", prefix, oneLine(fmt.Sprintf(format, a...)), topic)
+	return exitUsage
 }
 
 // run executes one command line and returns the exit status.
@@ -61,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			if os.Getenv("HIJACK_DEBUG") != "" {
 				stderr.Write(debug.Stack())
 			}
-			status = 3
+			status = exitInternal
 		}
 	}()
 	if len(args) > 0 {
@@ -76,8 +112,16 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return cmdTune(args[1:], stdout, stderr)
 		case "report":
 			return cmdReport(args[1:], stdout, stderr)
-		case "help", "-h", "--help", "-help":
+		case "help":
+			return cmdHelp(args[1:], stdout, stderr)
+		case "-h", "--help", "-help":
 			fmt.Fprint(stdout, usage)
+			return 0
+		case "version", "--version", "-version", "-V":
+			if len(args) > 1 {
+				return usageError(stderr, "", "--version takes no arguments")
+			}
+			fmt.Fprint(stdout, versionText())
 			return 0
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,31 +37,31 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.IntP("jobs", "j", runtime.NumCPU(), "archive members rewritten in parallel")
 	verbose := fs.BoolP("verbose", "v", false, "verbose")
 	if err := fs.Parse(fixSingleDash(args)); err != nil {
-		fmt.Fprintf(stderr, "hijack: %v (see hijack --help)\n", err)
-		return 2
+		return usageError(stderr, "", "%v", err)
 	}
 	if fs.NArg() != 2 {
 		if fs.NArg() == 0 && *rulesPath == "" && *presetName == "" {
 			fmt.Fprint(stderr, usage)
-			return 2
+			return exitUsage
 		}
-		fmt.Fprintf(stderr, "hijack: want IN.o and OUT.o, got %d argument(s) (see hijack --help)\n", fs.NArg())
-		return 2
+		return usageError(stderr, "", "want IN and OUT, got %d argument(s)", fs.NArg())
+	}
+	if *jobs < 1 {
+		return usageError(stderr, "", "--jobs %d: want a number of parallel jobs >= 1", *jobs)
 	}
 	in, out := fs.Arg(0), fs.Arg(1)
-	rf, err := loadRules(*rulesPath, *presetName, *params, "no rules: give --rules FILE or --preset NAME (see hijack --help)")
-	if err != nil {
-		fmt.Fprintf(stderr, "hijack: %v\n", oneLine(err.Error()))
-		return 2
-	}
-	if abs(in) == abs(out) {
-		fmt.Fprintf(stderr, "hijack: %s: output would overwrite the input\n", in)
-		return 2
+	rf, status := loadRules(stderr, "", *rulesPath, *presetName, *params)
+	if rf == nil {
+		return status
 	}
 	fail := func(err error) int {
-		os.Remove(out)
 		fmt.Fprintf(stderr, "hijack: %s: %s\n", in, oneLine(err.Error()))
-		return 1
+		return exitFailure
+	}
+	// Refuse an impossible output before the work: a directory, a block
+	// device (the write would refuse it too, after the rewrite).
+	if err := checkOutput(out); err != nil {
+		return outputFailed(stderr, err)
 	}
 	data, err := os.ReadFile(in)
 	if err != nil {
@@ -78,22 +79,23 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	}
 	var res []byte
 	var st rewrite.Stats
-	if archive.IsArchive(data) {
-		res, st, err = rewriteArchive(in, data, rf, max(*jobs, 1), warnFor)
-	} else {
+	switch {
+	case archive.IsArchive(data):
+		res, st, err = rewriteArchive(in, data, rf, *jobs, warnFor)
+	default:
 		res, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, presets(), warnFor(in))
 	}
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeAtomic(out, res); err != nil {
-		return fail(err)
+	if err := writeOutput(out, res); err != nil {
+		return outputFailed(stderr, err)
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "hijack: %s -> %s: %d functions, %d instrumented, %d left alone, %d insertion points, %d -> %d bytes\n",
 			in, out, st.Funcs, st.Instrumented, st.Skipped, st.Insertions, len(data), len(res))
 	}
-	return 0
+	return exitOK
 }
 
 // rewriteArchive rewrites every ELF member of an archive, jobs at a time,
@@ -147,34 +149,78 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 	return out, total, err
 }
 
-func abs(p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return a
-}
-
-// loadRules returns the rules of --rules FILE or of --preset NAME with its
-// --param settings; with neither, the error says missing.
-func loadRules(rulesPath, presetName string, params []string, missing string) (*rules.File, error) {
+// loadRules returns the rules of --rules FILE (with --param settings on
+// top) or of --preset NAME with its --param settings. On error it prints
+// the message for subcommand sub and returns nil and the exit status.
+func loadRules(stderr io.Writer, sub, rulesPath, presetName string, params []string) (*rules.File, int) {
 	reg := rules.DefaultRegistry()
 	switch {
 	case rulesPath != "" && presetName != "":
-		return nil, errors.New("give either --rules or --preset, not both")
+		return nil, usageError(stderr, sub, "give either --rules or --preset, not both")
 	case rulesPath != "":
-		return rules.Load(rulesPath, reg)
+		rf, err := rules.Load(rulesPath, reg)
+		if err != nil {
+			var re *rules.Error
+			if !errors.As(err, &re) {
+				err = fmt.Errorf("%s: %w", rulesPath, errors.Unwrap(err))
+			}
+			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+			return nil, exitFailure
+		}
+		if err := rf.Override(reg, params...); err != nil {
+			return nil, usageError(stderr, sub, "%v", err)
+		}
+		return rf, exitOK
 	case presetName != "":
-		return rules.Default(reg, presetName, params...)
+		rf, err := rules.Default(reg, presetName, params...)
+		if err != nil {
+			return nil, usageError(stderr, sub, "%v", err)
+		}
+		return rf, exitOK
 	}
-	return nil, errors.New(missing)
+	return nil, usageError(stderr, sub, "no rules: give --rules FILE or --preset NAME")
 }
 
-// writeAtomic writes the file through a temporary file in the same
-// directory, so that OUT is either complete or absent.
-func writeAtomic(path string, data []byte) error {
-	return atomicfile.Write(path, ".hijack-*.o", func(w io.Writer) error {
+// checkOutput refuses, before any work, an output path that could never
+// be written (see atomicfile for the rules).
+func checkOutput(path string) error {
+	target, err := atomicfile.Resolve(path)
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case err != nil:
+		return nil // created later; errors are the write's to report
+	case fi.IsDir():
+		return &fs.PathError{Op: "write", Path: path, Err: atomicfile.ErrIsDir}
+	case fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0:
+		return &fs.PathError{Op: "write", Path: path, Err: atomicfile.ErrBlockDevice}
+	}
+	return nil
+}
+
+// writeOutput writes a rewritten object or archive (see atomicfile: a
+// regular file is replaced atomically, a device or fifo written into).
+func writeOutput(path string, data []byte) error {
+	return atomicfile.Write(path, ".hijack-*.tmp", func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// outputFailed reports an error writing an output, naming the user's path
+// (never a temporary file), and returns exitFailure.
+func outputFailed(stderr io.Writer, err error) int {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		what := "cannot write"
+		if pe.Op == "create" {
+			what = "cannot create"
+		}
+		fmt.Fprintf(stderr, "hijack: %s: %s: %s\n", pe.Path, what, oneLine(pe.Err.Error()))
+	} else {
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+	}
+	return exitFailure
 }
