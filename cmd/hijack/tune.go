@@ -42,8 +42,9 @@ access). See docs/tuning.md.
                     and H (default: the vptrace preset on every function)
   --param K=V       another vptrace parameter for every build (usestack=true, ...)
   --runtime FILE    the vptrace runtime (default: libvptrace.a next to hijack)
-  --aslr            leave address-space randomisation on (default: runs go
-                    through setarch -R so that pages compare between runs)
+  --aslr            leave address-space randomisation on (default: runs start
+                    with personality ADDR_NO_RANDOMIZE, as under setarch -R,
+                    so that pages compare between runs)
   --timeout DUR     per run (default 10m)
   --title TEXT      workload name in the plots
   --keep            keep DIR/work (builds and the reference trace)

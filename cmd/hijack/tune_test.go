@@ -63,7 +63,7 @@ func TestTune(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs programs for about 20 s")
 	}
-	needTools(t, "gcc", "setarch")
+	needTools(t, "gcc")
 	dir := t.TempDir()
 	rt := buildRuntime(t)
 	kern, main := twObjects(t, dir)

@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,8 +44,9 @@ type Options struct {
 	Runtime    string // libvptrace.a
 	Rules      string // optional rules file: its vptrace rules get each configuration's T and H
 	Params     []string
-	// ASLR keeps address-space randomisation on (default: runs go through
-	// setarch -R, so that pages compare between runs).
+	// ASLR keeps address-space randomisation on (default: runs start
+	// with personality ADDR_NO_RANDOMIZE, like setarch -R, so that pages
+	// compare between runs).
 	ASLR    bool
 	Timeout time.Duration // per run (0: none)
 	Keep    bool          // keep the work directory (builds, the reference trace)
@@ -115,7 +115,7 @@ type experiment struct {
 	dir       string // Dir, absolute
 	work      string // Out/work
 	rulesData []byte
-	setarch   []string
+	noASLR    bool // runs start with ADDR_NO_RANDOMIZE (startNoASLR)
 	progress  io.Writer
 	rep       *Report
 	warned    map[string]bool
@@ -202,15 +202,19 @@ func newExperiment(o Options) (*experiment, error) {
 			return nil, fmt.Errorf("%s: %v", c, err)
 		}
 	}
-	if o.ASLR {
-		e.rep.ASLR = "on: heap and mmap pages are aligned between runs from the data (Align)"
-	} else {
-		e.setarch = []string{"setarch", "x86_64", "-R"}
-		if out, err := exec.Command(e.setarch[0], append(e.setarch[1:], "true")...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("cannot disable address-space randomisation with setarch -R (%v: %s); install util-linux, or give --aslr",
-				err, strings.TrimSpace(string(out)))
+	switch {
+	case o.ASLR:
+		e.rep.ASLR = "on (--aslr): heap and mmap pages are aligned between runs from the data (Align)"
+	default:
+		if err := checkNoASLR(); err != nil {
+			// Not fatal: Align may still line the runs up, and the
+			// run-to-run floor of the reference shows how well.
+			e.rep.ASLR = "on (it could not be turned off): heap and mmap pages are aligned between runs from the data (Align)"
+			e.warn(fmt.Sprintf("cannot turn address-space randomisation off (%v): runs keep it, pages of different runs may not compare", err))
+			break
 		}
-		e.rep.ASLR = "off (setarch -R); image and brk heap translated by the executables' layouts, other pages aligned between runs (Align)"
+		e.noASLR = true
+		e.rep.ASLR = "off (personality ADDR_NO_RANDOMIZE, checked in a child); image and brk heap translated by the executables' layouts, other pages aligned between runs (Align)"
 	}
 	out := e.abs(o.Out)
 	e.work = filepath.Join(out, "work")
@@ -452,7 +456,13 @@ func (e *experiment) exec(ctx context.Context, b *build, what string, rep int) (
 // execTraced runs an instrumented build once, reads its trace and
 // compares it with the reference.
 func (e *experiment) execTraced(ctx context.Context, b *build, rep int, ref *RunTrace) (runResult, error) {
+	// A fresh, empty directory per run: the runtime does not overwrite a
+	// trace file that exists (it picks another name), and every file
+	// found here afterwards is this run's (a fork child writes its own).
 	tdir := filepath.Join(b.dir, fmt.Sprintf("run%d", rep))
+	if err := os.RemoveAll(tdir); err != nil {
+		return runResult{}, err
+	}
 	if err := os.MkdirAll(tdir, 0o755); err != nil {
 		return runResult{}, err
 	}
@@ -543,13 +553,12 @@ func (e *experiment) eta() string {
 func (e *experiment) execEnv(ctx context.Context, b *build, env []string) (runResult, [32]byte, error) {
 	var r runResult
 	cmdline := strings.ReplaceAll(e.o.Run, "{out}", shellQuote(e.rel(b.exe)))
-	args := append(slices.Clone(e.setarch), "sh", "-c", cmdline)
 	if e.o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, e.o.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
 	cmd.Dir = e.dir
 	cmd.Env = append(withoutVPTRACE(os.Environ()), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -560,7 +569,14 @@ func (e *experiment) execEnv(ctx context.Context, b *build, env []string) (runRe
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
 	t0 := time.Now()
-	err := cmd.Run()
+	var err error
+	if e.noASLR {
+		if err = startNoASLR(cmd); err == nil {
+			err = cmd.Wait()
+		}
+	} else {
+		err = cmd.Run()
+	}
 	r.wall = time.Since(t0).Seconds()
 	if cmd.ProcessState != nil {
 		r.cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
