@@ -20,6 +20,7 @@ const (
 	rawFixed        = 48
 	noteFixed       = 28
 	endFixed        = 40
+	statusFixed     = 16
 )
 
 // dec reads a payload with bounds checks; the first error sticks.
@@ -452,7 +453,7 @@ func (x *End) AppendPayload(dst []byte) []byte {
 	e.u64(x.Events)
 	e.u64(x.Drops)
 	e.u32(x.Flags)
-	e.u32(0)
+	e.u32(x.Errno)
 	return e.b
 }
 
@@ -460,11 +461,30 @@ func (x *End) AppendPayload(dst []byte) []byte {
 func DecodeEnd(p []byte) (*End, error) {
 	d := dec{b: p}
 	x := &End{Time: d.u64(), Threads: d.u64(), Events: d.u64(), Drops: d.u64(), Flags: d.u32()}
+	if d.err == nil && d.off < len(p) {
+		x.Errno = d.u32() // (1.1)
+	}
 	return x, d.err
 }
 
+// AppendPayload appends the chunk payload of s.
+func (s *Status) AppendPayload(dst []byte) []byte {
+	e := enc{dst}
+	e.u32(s.Flags)
+	e.u32(s.Errno)
+	e.u64(s.Time)
+	return e.b
+}
+
+// DecodeStatus decodes a ChunkStatus payload.
+func DecodeStatus(p []byte) (*Status, error) {
+	d := dec{b: p}
+	s := &Status{Flags: d.u32(), Errno: d.u32(), Time: d.u64()}
+	return s, d.err
+}
+
 // Decode decodes a chunk's payload into *Header, *Object, *ThreadStart,
-// *ThreadExit, *Agg, *Raw, *Note or *End. Unknown types return (nil, nil):
+// *ThreadExit, *Agg, *Raw, *Note, *End or *Status. Unknown types return (nil, nil):
 // newer minor versions may add chunk types, which readers skip.
 func Decode(typ ChunkType, p []byte) (any, error) {
 	switch typ {
@@ -484,6 +504,8 @@ func Decode(typ ChunkType, p []byte) (any, error) {
 		return DecodeNote(p)
 	case ChunkEnd:
 		return DecodeEnd(p)
+	case ChunkStatus:
+		return DecodeStatus(p)
 	}
 	return nil, nil
 }

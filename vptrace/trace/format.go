@@ -22,7 +22,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 0
+	Minor      = 1
 	PageShift  = 12
 	PageSize   = 1 << PageShift
 
@@ -44,6 +44,7 @@ const (
 	ChunkRaw        ChunkType = 6 // Raw: one thread's events, not aggregated
 	ChunkNote       ChunkType = 7 // Note
 	ChunkEnd        ChunkType = 8 // End: the process finished writing (more chunks may follow)
+	ChunkStatus     ChunkType = 9 // Status: the file's write status (1.1), rewritten in place
 )
 
 func (t ChunkType) String() string {
@@ -64,6 +65,8 @@ func (t ChunkType) String() string {
 		return "note"
 	case ChunkEnd:
 		return "end"
+	case ChunkStatus:
+		return "status"
 	}
 	return fmt.Sprintf("chunk-%d", uint16(t))
 }
@@ -82,12 +85,31 @@ const (
 	NoteStop    = 3 // vptrace_stop()
 	NoteWarning = 4 // the runtime had to degrade (limits, bad objects)
 	NoteFork    = 5 // this file's process is a fork child; Value = parent pid
+	// NoteExec: the process image is about to be replaced by exec (1.1);
+	// Text: the program. An End flagged EndExec follows.
+	NoteExec = 6
+	// NoteExecFailed: the exec failed (Value: errno) and tracing goes on
+	// in this file (1.1): the EndExec before it is void.
+	NoteExecFailed = 7
 )
 
 // End flags.
 const (
 	EndClean    = 1 // written at normal process exit
 	EndFallback = 2 // the aggregator did not answer; remaining events written raw
+	// EndExec: the image was replaced by exec (1.1); its events up to the
+	// exec are in the file.
+	EndExec = 4
+	// EndWriteError: some chunks could not be written (1.1); End.Errno
+	// is the first failed write's errno.
+	EndWriteError = 8
+)
+
+// Status flags.
+const (
+	// StatusWriteError: a write to the file failed (Status.Errno): chunks
+	// are missing, from that point on at least.
+	StatusWriteError = 1
 )
 
 // Flags of ThreadExit, Raw.
@@ -321,14 +343,24 @@ type Note struct {
 	Text  string
 }
 
-// End says the process finished its trace (at exit). Chunks may follow
-// (events recorded during the rest of exit).
+// End says the process finished its trace (at exit, or before an exec).
+// Chunks may follow (events recorded during the rest of exit).
 type End struct {
 	Time    uint64
 	Threads uint64
 	Events  uint64
 	Drops   uint64
-	Flags   uint32
+	Flags   uint32 // End*
+	Errno   uint32 // with EndWriteError: the first failed write's errno
+}
+
+// Status is the file's write status: the runtime writes it right after the
+// header and rewrites it in place (the same bytes, so a full file system
+// has room for it) when a write fails.
+type Status struct {
+	Flags uint32 // Status*
+	Errno uint32 // with StatusWriteError: the first failed write's errno
+	Time  uint64 // when it was written
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -353,4 +385,9 @@ var (
 	ErrNotTrace = errors.New("not a vptrace file (bad magic)")
 	ErrVersion  = errors.New("unsupported trace format version")
 	ErrShort    = errors.New("chunk payload too short")
+	// ErrMultiProcess: the file holds the chunks of more than one process
+	// (files concatenated, or a file a process truncated while another
+	// appended to it: runtimes before 1.1 with a shared VPTRACE_OUT). Its
+	// threads cannot be told apart, so it is refused.
+	ErrMultiProcess = errors.New("the file holds the trace of more than one process")
 )

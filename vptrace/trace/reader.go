@@ -248,8 +248,12 @@ func (r *Reader) ReadAll() (*Trace, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := b.add(c); err != nil {
-			b.t.Errors = append(b.t.Errors, err.Error())
+		bad, fatal := b.add(c)
+		if fatal != nil {
+			return nil, fatal
+		}
+		if bad != nil {
+			b.t.Errors = append(b.t.Errors, bad.Error())
 		}
 	}
 	b.t.Truncated = r.Truncated

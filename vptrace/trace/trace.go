@@ -14,7 +14,16 @@ type Trace struct {
 	Objects []*Object // ascending SitesAddr; duplicates removed
 	Threads []*Thread // ascending TID
 	Notes   []*Note   // in file order
-	End     *End      // nil: the process did not finish (still running, or killed)
+	End     *End      // nil: the process did not finish (still running, killed, or a write failed)
+	// Exec is the program this process image exec'd (End has EndExec),
+	// "" if it did not.
+	Exec string
+
+	// WriteError: the runtime could not write some chunks (a STATUS
+	// chunk or the End says so); WriteErrno is the first failure's errno
+	// (0 if unknown).
+	WriteError bool
+	WriteErrno uint32
 
 	// Reading problems: Truncated (the file ends inside a chunk),
 	// Damaged regions and Skipped bytes, Errors (undecodable chunks).
@@ -160,6 +169,7 @@ type builder struct {
 	instances map[uint64]*Instance // by serial
 	tidOf     map[uint64]uint32
 	objs      map[uint64]*Object // by Desc
+	exec      string             // the program of the last NoteExec
 }
 
 func newBuilder(h *Header) *builder {
@@ -180,8 +190,14 @@ func (b *builder) thread(tid uint32) *Thread {
 	return th
 }
 
-func (b *builder) instance(serial uint64, tid uint32) *Instance {
+// instance returns the instance of a thread serial, which its first chunk
+// ties to a TID: a serial seen with another TID comes from another
+// process (ErrMultiProcess).
+func (b *builder) instance(serial uint64, tid uint32) (*Instance, error) {
 	in := b.instances[serial]
+	if in != nil && b.tidOf[serial] != tid {
+		return nil, fmt.Errorf("%w (thread serial %d is TID %d and TID %d)", ErrMultiProcess, serial, b.tidOf[serial], tid)
+	}
 	if in == nil {
 		in = &Instance{Serial: serial, Start: ^uint64(0)}
 		b.instances[serial] = in
@@ -189,7 +205,7 @@ func (b *builder) instance(serial uint64, tid uint32) *Instance {
 		th := b.thread(tid)
 		th.Instances = append(th.Instances, in)
 	}
-	return in
+	return in, nil
 }
 
 func (th *Thread) page(n uint64) *Page {
@@ -211,14 +227,23 @@ func addSite(list []SiteCount, site, n uint64) []SiteCount {
 	return append(list, SiteCount{site, n})
 }
 
-func (b *builder) add(c *Chunk) error {
+// add adds a chunk to the trace. An undecodable chunk is an error the
+// trace lists (Trace.Errors); a fatal one (ErrMultiProcess) is returned
+// as fatal.
+func (b *builder) add(c *Chunk) (err, fatal error) {
 	b.t.Chunks[c.Type]++
 	if c.Type == ChunkHeader && b.t.Header != nil {
-		return nil
+		// NewReader took the first: this one starts another process's
+		// trace (files concatenated)
+		what := fmt.Sprintf("a second header at offset %d", c.Offset)
+		if h, err := DecodeHeader(c.Payload); err == nil {
+			what += fmt.Sprintf(": pid %d, after pid %d", h.PID, b.t.Header.PID)
+		}
+		return nil, fmt.Errorf("%w (%s)", ErrMultiProcess, what)
 	}
 	v, err := c.Decode()
 	if err != nil {
-		return err
+		return err, nil
 	}
 	switch x := v.(type) {
 	case *Header:
@@ -229,13 +254,19 @@ func (b *builder) add(c *Chunk) error {
 			b.t.Objects = append(b.t.Objects, x)
 		}
 	case *ThreadStart:
-		in := b.instance(x.Serial, x.TID)
+		in, err := b.instance(x.Serial, x.TID)
+		if err != nil {
+			return nil, err
+		}
 		in.Start = min(in.Start, x.Time)
 		if in.Name == "" {
 			in.Name = x.Name
 		}
 	case *ThreadExit:
-		in := b.instance(x.Serial, x.TID)
+		in, err := b.instance(x.Serial, x.TID)
+		if err != nil {
+			return nil, err
+		}
 		in.Exited = true
 		in.Exit = max(in.Exit, x.Time)
 		in.Events = max(in.Events, x.Events)
@@ -244,9 +275,12 @@ func (b *builder) add(c *Chunk) error {
 			in.Name = x.Name
 		}
 	case *Agg:
-		in := b.instance(x.Serial, x.TID)
+		in, err := b.instance(x.Serial, x.TID)
+		if err != nil {
+			return nil, err
+		}
 		in.Drops = max(in.Drops, x.Drops)
-		th := b.thread(b.tidOf[x.Serial])
+		th := b.thread(x.TID)
 		for i := range x.Pages {
 			pa := &x.Pages[i]
 			p := th.page(pa.Page)
@@ -261,9 +295,12 @@ func (b *builder) add(c *Chunk) error {
 			in.Start = min(in.Start, pa.First)
 		}
 	case *Raw:
-		in := b.instance(x.Serial, x.TID)
+		in, err := b.instance(x.Serial, x.TID)
+		if err != nil {
+			return nil, err
+		}
 		in.Drops = max(in.Drops, x.Drops)
-		th := b.thread(b.tidOf[x.Serial])
+		th := b.thread(x.TID)
 		for _, e := range x.Events {
 			if e.Site == 0 || e.Page1 == 0 {
 				continue
@@ -277,14 +314,41 @@ func (b *builder) add(c *Chunk) error {
 		}
 	case *Note:
 		b.t.Notes = append(b.t.Notes, x)
+		switch x.Kind {
+		case NoteExec:
+			b.exec = x.Text
+		case NoteExecFailed:
+			// tracing went on in this file: the exec's end is void
+			b.exec = ""
+			if b.t.End != nil && b.t.End.Flags&EndExec != 0 {
+				b.t.End = nil
+			}
+		}
 	case *End:
 		b.t.End = x
+		if x.Flags&EndWriteError != 0 {
+			b.writeError(x.Errno)
+		}
+	case *Status:
+		if x.Flags&StatusWriteError != 0 {
+			b.writeError(x.Errno)
+		}
 	}
-	return nil
+	return nil, nil
+}
+
+func (b *builder) writeError(errno uint32) {
+	b.t.WriteError = true
+	if b.t.WriteErrno == 0 {
+		b.t.WriteErrno = errno
+	}
 }
 
 func (b *builder) finish() *Trace {
 	t := b.t
+	if t.End != nil && t.End.Flags&EndExec != 0 {
+		t.Exec = b.exec
+	}
 	slices.SortFunc(t.Objects, func(x, y *Object) int {
 		return cmp.Compare(x.SitesAddr, y.SitesAddr)
 	})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -299,6 +300,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(ChunkAgg), (&Agg{Pages: []PageAgg{{Page: 1, Sites: []SiteCount{{1, 1}}}}}).AppendPayload(nil))
 	f.Add(uint16(ChunkObject), (&Object{Sites: []SiteRec{{}}, Strs: []byte("\x00x\x00")}).AppendPayload(nil))
 	f.Add(uint16(ChunkRaw), (&Raw{Events: []Event{{1, 2, 3}}}).AppendPayload(nil))
+	f.Add(uint16(ChunkStatus), (&Status{Flags: StatusWriteError, Errno: 28}).AppendPayload(nil))
 	f.Fuzz(func(t *testing.T, typ uint16, p []byte) {
 		v, err := Decode(ChunkType(typ), p)
 		if o, ok := v.(*Object); ok && err == nil {
@@ -347,4 +349,94 @@ func BenchmarkLoad(b *testing.B) {
 		readAll(b, data)
 	}
 	b.ReportMetric(float64(b.N*100000)/b.Elapsed().Seconds()/1e6, "Mpages/s")
+}
+
+// TestMoreThanOneProcess: a file holding the chunks of two processes (two
+// files concatenated; or, from runtimes before 1.1, a process that
+// truncated a file another one kept appending to) is refused, not merged
+// into the same threads.
+func TestMoreThanOneProcess(t *testing.T) {
+	second := func(pid uint32, withHeader bool) []byte {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		if withHeader {
+			w.Begin(&Header{PID: pid})
+		}
+		w.ThreadStart(&ThreadStart{Serial: 1, TID: pid})
+		w.Agg(&Agg{Serial: 1, TID: pid, Pages: []PageAgg{{Page: 9, Events: 1}}})
+		w.Flush()
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"concatenated", append(sample(t), second(77, true)...), "a second header at offset"},
+		{"interleaved", append(sample(t), second(77, false)...), "thread serial 1 is TID 42 and TID 77"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewReader(bytes.NewReader(c.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := r.ReadAll()
+			if !errors.Is(err, ErrMultiProcess) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v (trace %v), want ErrMultiProcess saying %q", err, tr != nil, c.want)
+			}
+		})
+	}
+}
+
+// TestExecEnd: an image that exec'd ends its file with an EXEC note and an
+// END flagged EndExec; a NOTE EXEC_FAILED after them voids that end
+// (tracing went on in the same file).
+func TestExecEnd(t *testing.T) {
+	exec := func(failed, exitAfter bool) *Trace {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		w.Begin(&Header{PID: 5})
+		w.Note(&Note{Kind: NoteExec, Time: 10, Text: "/bin/next"})
+		w.End(&End{Time: 10, Flags: EndExec})
+		if failed {
+			w.Note(&Note{Kind: NoteExecFailed, Time: 11, Value: 2, Text: "exec failed"})
+		}
+		if exitAfter {
+			w.End(&End{Time: 20, Flags: EndClean})
+		}
+		w.Flush()
+		return readAll(t, buf.Bytes())
+	}
+	if tr := exec(false, false); tr.End == nil || tr.End.Flags&EndExec == 0 || tr.Exec != "/bin/next" {
+		t.Errorf("exec: end %+v, exec %q", tr.End, tr.Exec)
+	}
+	if tr := exec(true, false); tr.End != nil || tr.Exec != "" {
+		t.Errorf("failed exec, then killed: end %+v, exec %q; want no end", tr.End, tr.Exec)
+	}
+	if tr := exec(true, true); tr.End == nil || tr.End.Flags != EndClean || tr.Exec != "" {
+		t.Errorf("failed exec, then exit: end %+v, exec %q", tr.End, tr.Exec)
+	}
+}
+
+// TestWriteError: the runtime's STATUS chunk (rewritten in place after a
+// failed write) and the END flag both say the file lacks chunks.
+func TestWriteError(t *testing.T) {
+	st := func(s *Status) []byte {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		w.Begin(&Header{PID: 5})
+		w.Status(s)
+		w.Flush()
+		return buf.Bytes()
+	}
+	if tr := readAll(t, st(&Status{})); tr.WriteError || tr.WriteErrno != 0 {
+		t.Errorf("clean status: write error %v %d", tr.WriteError, tr.WriteErrno)
+	}
+	if tr := readAll(t, st(&Status{Flags: StatusWriteError, Errno: 28, Time: 7})); !tr.WriteError || tr.WriteErrno != 28 {
+		t.Errorf("status: write error %v %d", tr.WriteError, tr.WriteErrno)
+	}
+	data := AppendChunk(st(&Status{}), ChunkEnd, (&End{Flags: EndClean | EndWriteError, Errno: 5}).AppendPayload(nil))
+	if tr := readAll(t, data); !tr.WriteError || tr.WriteErrno != 5 {
+		t.Errorf("end flag: write error %v %d", tr.WriteError, tr.WriteErrno)
+	}
 }

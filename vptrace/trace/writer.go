@@ -84,6 +84,11 @@ func (w *Writer) End(e *End) {
 	w.put(ChunkEnd, e)
 }
 
+// Status appends a status chunk.
+func (w *Writer) Status(s *Status) {
+	w.put(ChunkStatus, s)
+}
+
 // Buffered is the number of bytes Flush would write.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
