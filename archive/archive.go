@@ -9,29 +9,74 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// Magic starts every ar archive.
-const Magic = "!<arch>\n"
+// Magic starts every ar archive; ThinMagic a thin one (GNU ar rcT), whose
+// members are files named by the archive rather than stored in it.
+const (
+	Magic     = "!<arch>\n"
+	ThinMagic = "!<thin>\n"
+)
 
 // Member is one member of an archive.
 type Member struct {
 	Name string
 	Data []byte
+	// Path is, for a member of a thin archive, the file that holds it as
+	// the archive names it (relative to the archive's directory unless
+	// absolute); Data is nil until ReadFile loads it. Empty otherwise.
+	Path string
 }
 
-// IsArchive reports whether data is an ar archive.
-func IsArchive(data []byte) bool { return bytes.HasPrefix(data, []byte(Magic)) }
+// IsArchive reports whether data is an ar archive, a regular or a thin one.
+func IsArchive(data []byte) bool {
+	return bytes.HasPrefix(data, []byte(Magic)) || IsThin(data)
+}
+
+// IsThin reports whether data is a thin archive.
+func IsThin(data []byte) bool { return bytes.HasPrefix(data, []byte(ThinMagic)) }
+
+// ReadFile reads the archive at path. The members of a thin archive are
+// read from the files it names, relative to the archive's directory.
+func ReadFile(path string) ([]Member, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := Read(data)
+	if err != nil || !IsThin(data) {
+		return ms, err
+	}
+	for i := range ms {
+		p := ms[i].Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		d, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("thin archive member %s: %w", ms[i].Path, err)
+		}
+		if IsArchive(d) {
+			return nil, fmt.Errorf("thin archive member %s: is itself an archive (nested thin archives are not supported)", ms[i].Path)
+		}
+		ms[i].Data = d
+	}
+	return ms, nil
+}
 
 // Read parses an archive, skipping its symbol index. Members keep their
-// order; names may repeat.
+// order; names may repeat. The members of a thin archive come back with
+// their Path and no Data (see ReadFile).
 func Read(data []byte) ([]Member, error) {
 	if !IsArchive(data) {
 		return nil, fmt.Errorf("not an ar archive")
 	}
+	thin := IsThin(data)
 	var out []Member
 	var names []byte
 	p := len(Magic)
@@ -44,11 +89,21 @@ func Read(data []byte) ([]Member, error) {
 			return nil, fmt.Errorf("member header at %d: bad terminator", p)
 		}
 		size, err := strconv.Atoi(strings.TrimSpace(string(h[48:58])))
-		if err != nil || size < 0 || size > len(data)-p-60 {
+		if err != nil || size < 0 {
 			return nil, fmt.Errorf("member header at %d: bad size %q", p, strings.TrimSpace(string(h[48:58])))
 		}
-		body := data[p+60 : p+60+size]
 		name := strings.TrimRight(string(h[:16]), " ")
+		// In a thin archive only the symbol index and the long-name
+		// table are stored; a member's size is that of its file.
+		stored := !thin || name == "/" || name == "/SYM64/" || name == "//"
+		if stored && size > len(data)-p-60 {
+			return nil, fmt.Errorf("member header at %d: bad size %q", p, strings.TrimSpace(string(h[48:58])))
+		}
+		var body []byte
+		if stored {
+			body = data[p+60 : p+60+size]
+		}
+		m := Member{}
 		switch {
 		case name == "/" || name == "/SYM64/":
 		case name == "//":
@@ -62,11 +117,22 @@ func Read(data []byte) ([]Member, error) {
 			if end < 0 {
 				return nil, fmt.Errorf("member header at %d: unterminated long name", p)
 			}
-			out = append(out, Member{string(names[off : off+end]), body})
+			m.Name = string(names[off : off+end])
 		default:
-			out = append(out, Member{strings.TrimSuffix(name, "/"), body})
+			m.Name = strings.TrimSuffix(name, "/")
 		}
-		p += 60 + size
+		if m.Name != "" {
+			if thin {
+				m.Path, m.Name = m.Name, filepath.Base(m.Name)
+			} else {
+				m.Data = body
+			}
+			out = append(out, m)
+		}
+		p += 60
+		if stored {
+			p += size
+		}
 		p += p & 1
 	}
 	return out, nil

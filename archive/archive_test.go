@@ -56,7 +56,7 @@ func TestRoundTripAgainstBinutils(t *testing.T) {
 }
 
 func TestLongNames(t *testing.T) {
-	ms := []archive.Member{{"short.o", []byte("x")}, {"a_rather_long_member_name.o", []byte("yy")}}
+	ms := []archive.Member{{Name: "short.o", Data: []byte("x")}, {Name: "a_rather_long_member_name.o", Data: []byte("yy")}}
 	w, err := archive.Write(ms)
 	if err != nil {
 		t.Fatal(err)
@@ -72,5 +72,51 @@ func TestBadArchives(t *testing.T) {
 		if _, err := archive.Read([]byte(d)); err == nil {
 			t.Errorf("%q: no error", d)
 		}
+	}
+}
+
+// Thin archives (ar rcT) name their members' files; ReadFile loads them
+// relative to the archive, with paths and long names as GNU ar wrote them.
+func TestThinAgainstBinutils(t *testing.T) {
+	testutil.Need(t, "ar")
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.o":                              "first member",
+		"a_member_with_a_long_file_name.o": "second member, odd length",
+		"sub/c.o":                          "third, in a subdirectory",
+		"sub/deeper/another_long_name_1.o": "fourth",
+	}
+	var names []string
+	for name, body := range files {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+		names = append(names, name)
+	}
+	lib := filepath.Join(dir, "libthin.a")
+	cmd := exec.Command("ar", append([]string{"rcT", lib}, names...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ar: %v: %s", err, out)
+	}
+	data, _ := os.ReadFile(lib)
+	if !archive.IsArchive(data) || !archive.IsThin(data) {
+		t.Fatalf("not recognised as a thin archive: %q", data[:8])
+	}
+	ms, err := archive.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != len(names) {
+		t.Fatalf("%d members, want %d", len(ms), len(names))
+	}
+	for i, m := range ms {
+		if m.Path != names[i] || m.Name != filepath.Base(names[i]) || string(m.Data) != files[names[i]] {
+			t.Errorf("member %d: %q (path %q) %q, want %q %q", i, m.Name, m.Path, m.Data, names[i], files[names[i]])
+		}
+	}
+	// A missing member file is an error naming it.
+	os.Remove(filepath.Join(dir, "sub/c.o"))
+	if _, err := archive.ReadFile(lib); err == nil || !strings.Contains(err.Error(), "sub/c.o") {
+		t.Errorf("missing member: error %v", err)
 	}
 }

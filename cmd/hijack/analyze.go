@@ -5,31 +5,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"hijack/cfg"
-	"hijack/elfobj"
-	"hijack/ibr"
 	"hijack/loops"
 )
 
-const analyzeUsage = `Usage: hijack analyze [--json | --dot FUNC] [--func GLOB] IN.o
+const analyzeUsage = `Usage: hijack analyze [--json | --dot FUNC] [--func GLOB] [--member GLOB] IN.o|IN.a
 
 Analyses every function of IN.o as the presets see it: basic blocks,
 loops (with nesting; irreducible ones included), loop participation
 inherited along the call graph, memory operations and block scores (the
 threshold T of vptrace selects blocks scoring >= T).
 
-  (default)     a readable summary per function
-  --json        per function: name, section, blocks (start, end, loop_depth,
-                cycles, score, mem_ops, insns, succs) and calls
-  --dot FUNC    the CFG of FUNC for Graphviz, blocks coloured by score:
-                hijack analyze --dot main a.o | dot -Tsvg > main.svg
-  --func GLOB   only functions matching GLOB (summary and --json)
+  (default)      a readable summary per function
+  --json         per function: name, section, blocks (start, end, loop_depth,
+                 cycles, score, mem_ops, insns, succs) and calls; for an
+                 archive also "object": "IN.a(MEMBER)"
+  --dot FUNC     the CFG of FUNC for Graphviz, blocks coloured by score:
+                 hijack analyze --dot main a.o | dot -Tsvg > main.svg
+  --func GLOB    only functions matching GLOB (summary and --json)
+  --member GLOB  only archive members matching GLOB (IN.a, thin ones too)
 `
+
+// analysed is one object's analysis.
+type analysed struct {
+	name string // "" for a single object, "IN.a(MEMBER)" in an archive
+	p    *cfg.Program
+	a    *loops.Analysis
+}
 
 func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
@@ -37,70 +44,101 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "JSON output")
 	dot := fs.String("dot", "", "Graphviz CFG of one function")
 	glob := fs.String("func", "*", "functions to show")
+	member := fs.String("member", "*", "archive members to analyse")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(fixSingleDash(args)); err != nil {
-		fmt.Fprintf(stderr, "hijack analyze: %v\n%s", err, analyzeUsage)
-		return 2
+		return usageError(stderr, "analyze", "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, analyzeUsage)
-		return 0
+		return exitOK
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, analyzeUsage)
-		return 2
+		return usageError(stderr, "analyze", "want one IN.o or IN.a, got %d argument(s)", fs.NArg())
 	}
-	if _, err := path.Match(*glob, ""); err != nil {
-		fmt.Fprintf(stderr, "hijack analyze: bad --func pattern %q: %v\n", *glob, err)
-		return 2
+	if *asJSON && *dot != "" {
+		return usageError(stderr, "analyze", "--json and --dot exclude each other")
+	}
+	for _, g := range []string{*glob, *member} {
+		if _, err := path.Match(g, ""); err != nil {
+			return usageError(stderr, "analyze", "bad pattern %q: %v", g, err)
+		}
 	}
 	in := fs.Arg(0)
-	data, err := os.ReadFile(in)
+	objs, inArchive, err := readObjects(in, *member)
 	if err != nil {
-		fmt.Fprintf(stderr, "hijack: %v\n", err)
-		return 1
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+		return exitFailure
 	}
-	f, err := elfobj.Read(data)
-	var o *ibr.Object
-	if err == nil {
-		o, err = ibr.Build(f)
+	status := exitOK
+	var all []analysed
+	for _, obj := range objs {
+		o, err := buildIBR(obj.data)
+		if err != nil {
+			fmt.Fprintf(stderr, "hijack: %s: %s\n", obj.name, oneLine(err.Error()))
+			status = exitFailure
+			continue
+		}
+		p := cfg.Build(o)
+		an := analysed{p: p, a: loops.Analyze(p)}
+		if inArchive {
+			an.name = obj.name
+		}
+		all = append(all, an)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "hijack: %s: %s\n", in, oneLine(err.Error()))
-		return 1
-	}
-	p := cfg.Build(o)
-	a := loops.Analyze(p)
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	switch {
 	case *dot != "":
-		for _, g := range p.Graphs {
-			if g.Func.Name == *dot {
-				writeDot(w, a, g)
-				return 0
+		var found []string
+		var graph func()
+		for _, an := range all {
+			for _, g := range an.p.Graphs {
+				if g.Func.Name == *dot {
+					an, g := an, g
+					found = append(found, an.name)
+					graph = func() { writeDot(w, an.a, g) }
+				}
 			}
 		}
-		w.Flush()
-		fmt.Fprintf(stderr, "hijack: %s: no function %q\n", in, *dot)
-		return 1
+		switch {
+		case len(found) == 0:
+			fmt.Fprintf(stderr, "hijack: %s: no function %q\n", in, *dot)
+			return exitFailure
+		case len(found) > 1:
+			fmt.Fprintf(stderr, "hijack: %s: function %q is in %d members (%s); pick one with --member\n", in, *dot, len(found), strings.Join(found, ", "))
+			return exitFailure
+		}
+		graph()
 	case *asJSON:
-		var out []funcJSON
-		for _, g := range p.Graphs {
-			if ok, _ := path.Match(*glob, g.Func.Name); ok {
-				out = append(out, toJSON(a, g))
+		out := []funcJSON{}
+		for _, an := range all {
+			for _, g := range an.p.Graphs {
+				if ok, _ := path.Match(*glob, g.Func.Name); ok {
+					fj := toJSON(an.a, g)
+					fj.Object = an.name
+					out = append(out, fj)
+				}
 			}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "hijack: %v\n", err)
-			return 1
+			return exitFailure
 		}
 	default:
-		summary(w, a, p, *glob)
+		for _, an := range all {
+			if an.name != "" {
+				fmt.Fprintf(w, "%s:\n", an.name)
+			}
+			summary(w, an.a, an.p, *glob)
+			if an.name != "" {
+				fmt.Fprintln(w)
+			}
+		}
 	}
-	return 0
+	return status
 }
 
 type blockJSON struct {
@@ -118,6 +156,7 @@ type blockJSON struct {
 }
 
 type funcJSON struct {
+	Object      string      `json:"object,omitempty"` // archive member
 	Name        string      `json:"name"`
 	Section     string      `json:"section"`
 	Rewritable  bool        `json:"rewritable"`

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"hijack/archive"
 	"hijack/internal/testutil"
 )
 
@@ -69,5 +73,60 @@ func TestAnalyzeJSON(t *testing.T) {
 	out.Reset()
 	if st := run([]string{"dump", "--func", "single", obj}, &out, &errb); st != 0 || !strings.Contains(out.String(), "<single>:") || strings.Contains(out.String(), "<nested2>") {
 		t.Fatalf("dump --func: status %d\n%s", st, out.String())
+	}
+}
+
+// Archives, regular and thin, for dump, analyze and the rewrite: every
+// member under its name; a thin archive comes out of the rewrite as a
+// regular one whose members are rewritten, and the program linked with it
+// still works.
+func TestArchiveInputs(t *testing.T) {
+	testutil.Need(t, "gcc", "ar")
+	dir := t.TempDir()
+	loops := testutil.Compile(t, dir, "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline")
+	kitchen := testutil.Compile(t, dir, "gcc", "../../testdata/src/kitchen.c", "-O2")
+	for _, kind := range []string{"rcs", "rcT"} {
+		lib := filepath.Join(dir, "lib"+kind+".a")
+		if out, err := exec.Command("ar", kind, lib, loops, kitchen).CombinedOutput(); err != nil {
+			t.Fatalf("ar: %v %s", err, out)
+		}
+		var out, errb bytes.Buffer
+		if st := run([]string{"analyze", "--json", lib}, &out, &errb); st != 0 {
+			t.Fatalf("%s: analyze: status %d: %s", kind, st, errb.String())
+		}
+		var fns []map[string]any
+		if err := json.Unmarshal(out.Bytes(), &fns); err != nil {
+			t.Fatal(err)
+		}
+		objects := map[string]int{}
+		for _, f := range fns {
+			objects[f["object"].(string)]++
+		}
+		for _, m := range []string{loops, kitchen} {
+			if name := lib + "(" + filepath.Base(m) + ")"; objects[name] == 0 {
+				t.Errorf("%s: analyze --json has no functions of %s: %v", kind, name, objects)
+			}
+		}
+		out.Reset()
+		if st := run([]string{"dump", "--member", filepath.Base(loops), "--func", "nested3", lib}, &out, &errb); st != 0 ||
+			!strings.Contains(out.String(), "("+filepath.Base(loops)+"):\n") || !strings.Contains(out.String(), "<nested3>:") || strings.Contains(out.String(), filepath.Base(kitchen)) {
+			t.Errorf("%s: dump --member: status %d\n%s%s", kind, st, out.String(), errb.String())
+		}
+		// The rewrite: a regular archive with every member rewritten.
+		rewritten := filepath.Join(dir, "out-"+kind+".a")
+		if st := run([]string{"-p", "pad", lib, rewritten}, &out, &errb); st != 0 {
+			t.Fatalf("%s: rewrite: status %d: %s", kind, st, errb.String())
+		}
+		data, _ := os.ReadFile(rewritten)
+		ms, err := archive.Read(data)
+		if err != nil || archive.IsThin(data) || len(ms) != 2 {
+			t.Fatalf("%s: rewritten archive: %v, thin %v, %d members", kind, err, archive.IsThin(data), len(ms))
+		}
+		for i, orig := range []string{loops, kitchen} {
+			o, _ := os.ReadFile(orig)
+			if ms[i].Name != filepath.Base(orig) || len(ms[i].Data) <= len(o) {
+				t.Errorf("%s: member %d %s (%d bytes) is not %s rewritten (%d bytes)", kind, i, ms[i].Name, len(ms[i].Data), orig, len(o))
+			}
+		}
 	}
 }

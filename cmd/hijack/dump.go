@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path"
 
 	"github.com/spf13/pflag"
@@ -14,50 +13,72 @@ import (
 	"hijack/ibr"
 )
 
-const dumpUsage = `Usage: hijack dump [--func GLOB] IN.o
+const dumpUsage = `Usage: hijack dump [--func GLOB] [--member GLOB] IN.o|IN.a
 
 Shows what hijack understood of an object, like objdump -dr: every code
 section split into functions, padding and data, each instruction with its
 bytes, its relocations (field offset, type, symbol+addend) and the links
 hijack made for branches and RIP-relative operands the assembler resolved
 (-> target). Sections hijack will not rewrite are marked with the reason.
+For an archive (regular or thin), every member in turn, each under a line
+"IN.a(MEMBER):"; --member GLOB picks members by name.
 `
 
 func cmdDump(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("dump", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	glob := fs.String("func", "*", "only functions matching GLOB")
+	member := fs.String("member", "*", "only archive members matching GLOB")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(fixSingleDash(args)); err != nil {
-		fmt.Fprintf(stderr, "hijack dump: %v\n%s", err, dumpUsage)
-		return 2
+		return usageError(stderr, "dump", "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, dumpUsage)
-		return 0
+		return exitOK
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, dumpUsage)
-		return 2
+		return usageError(stderr, "dump", "want one IN.o or IN.a, got %d argument(s)", fs.NArg())
 	}
-	in := fs.Arg(0)
-	data, err := os.ReadFile(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "hijack: %v\n", err)
-		return 1
-	}
-	f, err := elfobj.Read(data)
-	if err == nil {
-		var o *ibr.Object
-		if o, err = ibr.Build(f); err == nil {
-			w := bufio.NewWriter(stdout)
-			dump(w, o, *glob)
-			w.Flush()
-			return 0
+	for _, g := range []string{*glob, *member} {
+		if _, err := path.Match(g, ""); err != nil {
+			return usageError(stderr, "dump", "bad pattern %q: %v", g, err)
 		}
 	}
-	fmt.Fprintf(stderr, "hijack: %s: %s\n", in, oneLine(err.Error()))
-	return 1
+	objs, inArchive, err := readObjects(fs.Arg(0), *member)
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+		return exitFailure
+	}
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	status := exitOK
+	for _, in := range objs {
+		if inArchive {
+			fmt.Fprintf(w, "%s:\n", in.name)
+		}
+		o, err := buildIBR(in.data)
+		if err != nil {
+			w.Flush()
+			fmt.Fprintf(stderr, "hijack: %s: %s\n", in.name, oneLine(err.Error()))
+			status = exitFailure
+			continue
+		}
+		dump(w, o, *glob)
+		if inArchive {
+			fmt.Fprintln(w)
+		}
+	}
+	return status
+}
+
+// buildIBR reads an object and builds its IBR.
+func buildIBR(data []byte) (*ibr.Object, error) {
+	f, err := elfobj.Read(data)
+	if err != nil {
+		return nil, err
+	}
+	return ibr.Build(f)
 }
 
 func dump(w io.Writer, o *ibr.Object, glob string) {

@@ -25,8 +25,10 @@ func helpTopics() map[string]func() string {
 		"heatmap": text(heatmapUsage),
 		"tune":    text(tuneUsage),
 		"rules":   func() string { return rulesHelp + "\n" + rules.DefaultRegistry().Help() },
-		"presets": func() string { return "Presets and their parameters (rules files: hijack help rules):\n\n" + rules.DefaultRegistry().Help() },
-		"files":   text(filesHelp),
+		"presets": func() string {
+			return "Presets and their parameters (rules files: hijack help rules):\n\n" + rules.DefaultRegistry().Help()
+		},
+		"files": text(filesHelp),
 	}
 }
 

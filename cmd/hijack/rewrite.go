@@ -102,7 +102,15 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 // and returns the new archive with a fresh symbol index.
 func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor func(string) func(string)) ([]byte, rewrite.Stats, error) {
 	var total rewrite.Stats
-	ms, err := archive.Read(data)
+	var ms []archive.Member
+	var err error
+	if archive.IsThin(data) {
+		// The members are files the archive names; the result is a
+		// regular archive that holds the rewritten members.
+		ms, err = archive.ReadFile(name)
+	} else {
+		ms, err = archive.Read(data)
+	}
 	if err != nil {
 		return nil, total, err
 	}
