@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	vplot "hijack/vptrace/plot"
-	"hijack/vptrace/trace"
 )
 
 const heatmapUsage = `Usage: hijack report --heatmap OUT.png|OUT.svg [--thread TID] [--kind reads|writes|all]
@@ -67,8 +66,7 @@ func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool
 		fixed = append(fixed, a)
 	}
 	if err := fs.Parse(fixed); err != nil {
-		fmt.Fprintf(stderr, "hijack report: %v (see hijack report --heatmap x.png --help)\n", err)
-		return 2, true
+		return reportUsageError(stderr, "%v", err), true
 	}
 	if *help {
 		fmt.Fprint(stdout, heatmapUsage)
@@ -78,29 +76,32 @@ func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool
 		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(fmt.Sprintf(format, a...)))
 		return code, true
 	}
+	usage := func(format string, a ...any) (int, bool) {
+		return reportUsageError(stderr, format, a...), true
+	}
 	switch {
 	case *csvF || *jsonF:
-		return fail(2, "--heatmap draws an image: it excludes --csv and --json")
+		return usage("--heatmap draws an image: it excludes --csv and --json")
 	case fs.NArg() != 1:
-		return fail(2, "--heatmap draws one trace file, got %d", fs.NArg())
+		return usage("--heatmap draws one trace file, got %d", fs.NArg())
 	case *bins < 0 || *bins > 10000:
-		return fail(2, "--bins %d: want 1 to 10000", *bins)
+		return usage("--bins %d: want 1 to 10000", *bins)
 	}
 	k := strings.ToLower(*kind)
 	if k != "reads" && k != "writes" && k != "all" {
-		return fail(2, "--kind %q: want reads, writes or all", *kind)
+		return usage("--kind %q: want reads, writes or all", *kind)
 	}
 	w, h, err := parseWxH(*size)
 	if err != nil {
-		return fail(2, "--size %q: %v", *size, err)
+		return usage("--size %q: %v", *size, err)
 	}
 	if _, err := vplot.Format(*out); err != nil {
-		return fail(2, "%v", err)
+		return usage("%v", err)
 	}
 	path := fs.Arg(0)
-	tr, err := trace.Load(path)
+	tr, err := loadTrace(path, stderr)
 	if err != nil {
-		return fail(1, "%s", reportErr(path, err))
+		return fail(1, "%v", err)
 	}
 	if *tid >= 0 && tr.Thread(uint32(*tid)) == nil {
 		var tids []string

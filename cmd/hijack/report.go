@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,7 +24,9 @@ Summarises vptrace trace files (what a program linked with libvptrace.a
 writes to VPTRACE_OUT): per thread, the pages it touched, its working set,
 reads and writes, the busiest pages with the function, instruction and
 variable that touched them, and totals by function and by variable.
-A fork child writes its own file; give several files to see them all.
+Every process image writes its own file (a fork child, and the program an
+exec starts, too: see vptrace.h for the names); give several files to see
+them all. A file holding more than one process's trace is refused.
 
   (default)       readable tables
   --csv           one row per (thread, page):
@@ -39,8 +43,13 @@ A fork child writes its own file; give several files to see them all.
 Counts are events: in the default mode an event is "this instruction moved
 to this page, which the thread had not recorded lately for this kind of
 access", in exact mode one access (see vptrace/FORMAT.md). A file
-still being written, or left by a killed process, is read up to its last
-complete chunk.
+still being written, left by a killed process, or cut short by a write
+error (a full disk) is read up to its last complete chunk; whatever the
+output, what is missing is said on stderr ("hijack: FILE: warning: ...").
+
+Exit status: 0 reported (warnings or not), 1 a file is unreadable, not a
+trace, holds more than one process, or the report cannot be written,
+2 bad options.
 `
 
 type reportOpts struct {
@@ -62,37 +71,27 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.top, "top", 10, "rows per table")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(reportSingleDash(args)); err != nil {
-		fmt.Fprintf(stderr, "hijack report: %v\n%s", err, reportUsage)
-		return 2
+		return reportUsageError(stderr, "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, reportUsage)
 		return 0
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprint(stderr, reportUsage)
-		return 2
+		return reportUsageError(stderr, "no trace file given")
 	}
 	if o.csv && o.json {
-		fmt.Fprintf(stderr, "hijack report: --csv and --json exclude each other\n")
-		return 2
+		return reportUsageError(stderr, "--csv and --json exclude each other")
 	}
 	if o.top < 0 {
-		fmt.Fprintf(stderr, "hijack report: --top must be >= 0\n")
-		return 2
+		return reportUsageError(stderr, "--top must be >= 0, not %d", o.top)
 	}
 	var traces []*trace.Trace
 	for _, path := range fs.Args() {
-		tr, err := trace.Load(path)
+		tr, err := loadTrace(path, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(reportErr(path, err)))
+			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
 			return 1
-		}
-		if tr.Damaged > 0 {
-			fmt.Fprintf(stderr, "hijack: %s: warning: %d damaged region(s), %d bytes skipped\n", path, tr.Damaged, tr.Skipped)
-		}
-		for _, e := range tr.Errors {
-			fmt.Fprintf(stderr, "hijack: %s: warning: %s\n", path, e)
 		}
 		traces = append(traces, tr)
 	}
@@ -131,10 +130,31 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		err = w.Flush()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hijack report: %v\n", err)
+		fmt.Fprintf(stderr, "hijack: report: writing the report: %s\n", oneLine(err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// reportUsageError prints a usage error (one line) and returns the usage
+// exit status.
+func reportUsageError(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "hijack: report: %s (see hijack report --help)\n", oneLine(fmt.Sprintf(format, a...)))
+	return 2
+}
+
+// loadTrace reads a trace file and says on stderr, one line each, what is
+// wrong with it: every output (tables, CSV, JSON, heatmap) warns the same
+// way, and reports the rest. The error names path.
+func loadTrace(path string, stderr io.Writer) (*trace.Trace, error) {
+	tr, err := trace.Load(path)
+	if err != nil {
+		return nil, errors.New(reportErr(path, err))
+	}
+	for _, w := range warnings(tr) {
+		fmt.Fprintf(stderr, "hijack: %s: warning: %s\n", path, oneLine(w))
+	}
+	return tr, nil
 }
 
 // reportErr words a loading error for the one-line message.
@@ -144,6 +164,34 @@ func reportErr(path string, err error) string {
 		msg = path + ": " + msg
 	}
 	return msg
+}
+
+// writeErr describes the runtime's write error.
+func writeErr(tr *trace.Trace) string {
+	if tr.WriteErrno == 0 {
+		return "write error"
+	}
+	return fmt.Sprintf("write error (%v, errno %d)", syscall.Errno(tr.WriteErrno), tr.WriteErrno)
+}
+
+// warnings lists what makes a trace incomplete or doubtful. A write error
+// is said instead of the missing end record it causes: the process was
+// not killed.
+func warnings(tr *trace.Trace) []string {
+	var ws []string
+	switch {
+	case tr.WriteError:
+		ws = append(ws, fmt.Sprintf("incomplete trace: %s: the runtime could not write all of it, events are missing", writeErr(tr)))
+	case tr.End == nil:
+		ws = append(ws, "incomplete trace: no end record (the process is still running, was killed, or its runtime could not finish the file): its last events may be missing")
+	}
+	if tr.Truncated {
+		ws = append(ws, fmt.Sprintf("the last %d bytes (an unfinished chunk) ignored", tr.Skipped))
+	}
+	if tr.Damaged > 0 {
+		ws = append(ws, fmt.Sprintf("%d damaged region(s), %d bytes skipped", tr.Damaged, tr.Skipped))
+	}
+	return append(ws, tr.Errors...)
 }
 
 // reportSingleDash accepts -csv, -json, -thread, -top like --csv ...
@@ -298,12 +346,16 @@ func nsStr(ns uint64) string {
 func status(tr *trace.Trace) string {
 	var parts []string
 	switch {
+	case tr.WriteError:
+		parts = append(parts, fmt.Sprintf("INCOMPLETE: %s: the runtime could not write all of it", writeErr(tr)))
+	case tr.End != nil && tr.End.Flags&trace.EndExec != 0:
+		parts = append(parts, fmt.Sprintf("complete up to its exec of %s (the new image writes another file)", tr.Exec))
 	case tr.End != nil && tr.End.Flags&trace.EndFallback != 0:
 		parts = append(parts, "complete (the aggregator timed out at exit; the rest was written raw)")
 	case tr.End != nil:
 		parts = append(parts, "complete")
 	default:
-		parts = append(parts, "INCOMPLETE: no end record (the process is still running, was killed, or called _exit)")
+		parts = append(parts, "INCOMPLETE: no end record (the process is still running, was killed, or its runtime could not finish the file)")
 	}
 	if tr.Truncated {
 		parts = append(parts, fmt.Sprintf("last %d bytes (an unfinished chunk) ignored", tr.Skipped))
@@ -353,7 +405,7 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 	fmt.Fprintln(w)
 	for _, n := range tr.Notes {
 		kind := map[uint32]string{trace.NoteText: "note", trace.NoteStart: "start", trace.NoteStop: "stop",
-			trace.NoteWarning: "WARNING", trace.NoteFork: "fork"}[n.Kind]
+			trace.NoteWarning: "WARNING", trace.NoteFork: "fork", trace.NoteExec: "exec", trace.NoteExecFailed: "exec-err"}[n.Kind]
 		fmt.Fprintf(w, "  %10s  %-7s tid %d: %s\n", nsStr(n.Time), kind, n.TID, n.Text)
 	}
 	ths := o.threads(tr)
@@ -482,7 +534,10 @@ type jsonTrace struct {
 	Complete   bool           `json:"complete"`
 	Truncated  bool           `json:"truncated"`
 	Damaged    int            `json:"damaged_regions"`
+	WriteError string         `json:"write_error,omitempty"` // the runtime's
+	Exec       string         `json:"exec,omitempty"`        // the program the image exec'd
 	Status     string         `json:"status"`
+	Warnings   []string       `json:"warnings"` // as on stderr
 	Objects    []jsonObject   `json:"objects"`
 	Notes      []jsonNote     `json:"notes"`
 	Threads    []jsonThread   `json:"threads"`
@@ -511,8 +566,12 @@ func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 		h := tr.Header
 		jt := jsonTrace{Path: tr.Path, PID: h.PID, PPID: h.PPID, ForkChild: h.Flags&trace.HeaderForked != 0,
 			Program: h.Program, Cmdline: h.Cmdline, StartUnix: h.StartUnix, DurationNS: duration(tr),
-			Complete: tr.End != nil, Truncated: tr.Truncated, Damaged: tr.Damaged, Status: status(tr),
+			Complete: tr.End != nil && !tr.WriteError, Truncated: tr.Truncated, Damaged: tr.Damaged, Exec: tr.Exec,
+			Status: status(tr), Warnings: append([]string{}, warnings(tr)...),
 			Objects: []jsonObject{}, Notes: []jsonNote{}, Threads: []jsonThread{}, Chunks: map[string]int{}}
+		if tr.WriteError {
+			jt.WriteError = writeErr(tr)
+		}
 		for typ, n := range tr.Chunks {
 			jt.Chunks[typ.String()] = n
 		}

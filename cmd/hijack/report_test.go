@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"hijack/vptrace/trace"
@@ -163,7 +164,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"--csv", "--json", path}, 2, "exclude"},
 		{[]string{"--thread", "7", path}, 1, "no thread 7 (threads: 4242 4250)"},
 		{[]string{"--bogus", path}, 2, "unknown flag"},
-		{nil, 2, "Usage"},
+		{nil, 2, "no trace file given"},
 	} {
 		code, _, errs := runReport(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
@@ -184,7 +185,7 @@ func TestReportIncomplete(t *testing.T) {
 	half := trace.AppendChunk(nil, trace.ChunkRaw, make([]byte, 480))
 	os.WriteFile(path, append(data, half[:100]...), 0o644)
 	code, out, errs := runReport(t, path)
-	if code != 0 || errs != "" || !strings.Contains(out, "INCOMPLETE") || !strings.Contains(out, "100 bytes (an unfinished chunk) ignored") {
+	if code != 0 || !strings.Contains(errs, "warning: incomplete trace: no end record") || !strings.Contains(out, "INCOMPLETE") || !strings.Contains(out, "100 bytes (an unfinished chunk) ignored") {
 		t.Errorf("exit %d, stderr %q:\n%s", code, errs, out)
 	}
 	// damage in the middle: a warning, the rest is reported
@@ -195,3 +196,113 @@ func TestReportIncomplete(t *testing.T) {
 		t.Errorf("damaged: exit %d, stderr %q\n%s", code, errs, out)
 	}
 }
+
+// TestReportWarnings: every output mode says on stderr, in the same words,
+// what is wrong with a trace it reads (and still reports it, exit 0): a
+// trace cut inside a chunk and without an end (a killed process), one
+// whose runtime could not write it all, one damaged in the middle. A
+// complete one (or one that ends in an exec) has no warning.
+func TestReportWarnings(t *testing.T) {
+	dir := t.TempDir()
+	complete := writeTrace(t, dir, true)
+	data, _ := os.ReadFile(complete)
+	variant := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	noEnd, _ := os.ReadFile(writeTrace(t, t.TempDir(), false))
+	half := trace.AppendChunk(nil, trace.ChunkRaw, make([]byte, 480))
+	killed := variant("killed.vpt", append(bytes.Clone(noEnd), half[:100]...))
+	status := (&trace.Status{Flags: trace.StatusWriteError, Errno: uint32(syscall.ENOSPC)}).AppendPayload(nil)
+	full := variant("full.vpt", append(trace.AppendChunk(bytes.Clone(noEnd), trace.ChunkStatus, status), half[:50]...))
+	damaged := bytes.Clone(data)
+	damaged[len(damaged)/2] ^= 0x55
+	dam := variant("damaged.vpt", damaged)
+	execd := variant("exec.vpt", trace.AppendChunk(trace.AppendChunk(bytes.Clone(noEnd), trace.ChunkNote,
+		(&trace.Note{Kind: trace.NoteExec, Text: "/bin/next"}).AppendPayload(nil)), trace.ChunkEnd, (&trace.End{Flags: trace.EndExec}).AppendPayload(nil)))
+
+	modes := [][]string{nil, {"--csv"}, {"--json"}, {"--heatmap", filepath.Join(dir, "h.png")}}
+	for _, c := range []struct {
+		path      string
+		want, not []string // in the warnings
+		status    string   // in the table's status line
+	}{
+		{complete, nil, nil, "status: complete"},
+		{execd, nil, nil, "status: complete up to its exec of /bin/next"},
+		{killed, []string{"killed.vpt: warning: incomplete trace: no end record", "was killed", "last 100 bytes"}, []string{"write error"}, "INCOMPLETE"},
+		{full, []string{"full.vpt: warning: incomplete trace: write error (no space left on device, errno 28)"}, []string{"killed"}, "INCOMPLETE: write error"},
+		{dam, []string{"damaged.vpt: warning: 1 damaged region(s)"}, nil, "status: complete; 1 damaged region(s) skipped"},
+	} {
+		var first string
+		for i, m := range modes {
+			code, out, errs := runReport(t, append(append([]string{}, m...), c.path)...)
+			if code != 0 || (m == nil && !strings.Contains(out, c.status)) {
+				t.Errorf("%s %v: exit %d, stderr %q\n%s", filepath.Base(c.path), m, code, errs, out)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(errs), "\n") {
+				if l != "" && !strings.HasPrefix(l, "hijack: "+c.path+": warning: ") {
+					t.Errorf("%s %v: stderr line %q", filepath.Base(c.path), m, l)
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("%s %v: stderr lacks %q: %q", filepath.Base(c.path), m, w, errs)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(errs, w) {
+					t.Errorf("%s %v: stderr says %q: %q", filepath.Base(c.path), m, w, errs)
+				}
+			}
+			if c.want == nil && errs != "" {
+				t.Errorf("%s %v: warnings for a complete trace: %q", filepath.Base(c.path), m, errs)
+			}
+			if i == 0 {
+				first = errs
+			} else if errs != first {
+				t.Errorf("%s %v: warnings differ from the table's:\n%q\n%q", filepath.Base(c.path), m, errs, first)
+			}
+		}
+	}
+}
+
+// TestReportExitCodes: 0 ok, 1 bad input, 2 usage; every error one line
+// starting "hijack: ", naming the file when there is one.
+func TestReportExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTrace(t, dir, true)
+	data, _ := os.ReadFile(path)
+	two := filepath.Join(dir, "two.vpt")
+	os.WriteFile(two, append(bytes.Clone(data), data...), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{two}, 1, two + ": the file holds the trace of more than one process (a second header at offset"},
+		{[]string{"--csv", two}, 1, two + ": the file holds"},
+		{[]string{"--heatmap", filepath.Join(dir, "h.png"), two}, 1, two + ": the file holds"},
+		{[]string{"--top", "-1", path}, 2, "hijack: report: --top"},
+		{[]string{"--csv", "--json", path}, 2, "hijack: report: --csv and --json exclude each other"},
+		{[]string{"--bogus", path}, 2, "hijack: report: unknown flag: --bogus"},
+		{nil, 2, "hijack: report: no trace file"},
+		{[]string{"--heatmap", filepath.Join(dir, "h.png"), "--bogus", path}, 2, "hijack: report: unknown flag: --bogus"},
+	} {
+		code, out, errs := runReport(t, c.args...)
+		if code != c.code || !strings.HasPrefix(errs, "hijack: ") || !strings.Contains(errs, c.msg) || strings.Count(errs, "\n") != 1 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and one line with %q", c.args, code, out, errs, c.code, c.msg)
+		}
+	}
+	// the report cannot be written (stdout full): exit 1, one line
+	var se bytes.Buffer
+	if code := run([]string{"report", "--csv", path}, failWriter{}, &se); code != 1 || !strings.HasPrefix(se.String(), "hijack: report: writing the report: ") || strings.Count(se.String(), "\n") != 1 {
+		t.Errorf("stdout failing: exit %d, %q", code, se.String())
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
