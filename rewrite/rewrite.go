@@ -23,6 +23,14 @@ type Preset interface {
 	Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error
 }
 
+// Beginner is implemented by presets that make object-wide choices (a
+// TLS model, say) which every rule of theirs must agree on. Begin runs
+// before any Apply with the parameters of every rule of the preset that
+// selects functions of o, in rule order; its error names the rules.
+type Beginner interface {
+	Begin(o *ibr.Object, params []rules.Params) error
+}
+
 // Finisher is implemented by presets that emit object-level data after
 // all their functions were instrumented (site tables, constructors).
 type Finisher interface {
@@ -74,6 +82,27 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	}
 	for s, names := range skipped {
 		warn(fmt.Sprintf("section %s: %d function(s) not instrumented (%s): %s", s.Elf.Name, len(names), list(names), s.Problem))
+	}
+	// Presets that settle object-wide choices (Beginner) first see the
+	// parameters of all their rules that select functions here.
+	paramsOf := make(map[string][]rules.Params)
+	var order []string
+	for i := range rf.Rules {
+		r := &rf.Rules[i]
+		if len(byRule[r]) == 0 {
+			continue
+		}
+		if _, ok := paramsOf[r.Preset]; !ok {
+			order = append(order, r.Preset)
+		}
+		paramsOf[r.Preset] = append(paramsOf[r.Preset], r.Params)
+	}
+	for _, name := range order {
+		if b, ok := presets[name].(Beginner); ok {
+			if err := b.Begin(o, paramsOf[name]); err != nil {
+				return nil, st, fmt.Errorf("preset %s: %w", name, err)
+			}
+		}
 	}
 	var used []Preset
 	for i := range rf.Rules {

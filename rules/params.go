@@ -20,10 +20,16 @@ import (
 // user's rules file, and the preset's own tests find it.
 type Params struct {
 	preset string
+	origin string // the rule the values come from, for messages
 	specs  []ParamSpec
 	vals   map[string]any
 	given  map[string]bool
 }
+
+// Origin names the rule the parameters belong to, for messages that must
+// say which rule asked for what: "rules.yaml:7: rule 2", or "--preset
+// vptrace" for a command line; "" for a preset's Defaults.
+func (p Params) Origin() string { return p.origin }
 
 func newParams(p PresetSpec) Params {
 	ps := Params{preset: p.Name, specs: slices.Clone(p.Params), vals: map[string]any{}, given: map[string]bool{}}

@@ -178,6 +178,7 @@ func Default(presets Registry, preset string, settings ...string) (f *File, err 
 			return nil, err
 		}
 	}
+	params.origin = "--preset " + preset
 	return &File{Version: Version, Rules: []Rule{{Preset: preset, Params: params, Index: 1}}}, nil
 }
 
@@ -412,6 +413,7 @@ func (p *parser) top(root *yaml.Node) (*File, error) {
 			return nil, err
 		}
 		r.Index = i + 1
+		r.Params.origin = fmt.Sprintf("%s:%d: rule %d", p.file, r.Line, r.Index)
 		if catchAll != nil {
 			return nil, p.errf(r.Line, "unreachable: rule %d (line %d) already applies to every function; rules are tried in order and the first that selects a function wins",
 				catchAll.Index, catchAll.Line)

@@ -760,3 +760,18 @@ func canonicalRules(f *File) string {
 	}
 	return strings.Join(parts, "|")
 }
+
+func TestOrigin(t *testing.T) {
+	reg := DefaultRegistry()
+	f, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [a]\n\n  - preset: vptrace\n"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Rules[0].Params.Origin() + "|" + f.Rules[1].Params.Origin(); got != "r.yaml:3: rule 1|r.yaml:6: rule 2" {
+		t.Errorf("origins %q", got)
+	}
+	d, _ := Default(reg, "vptrace")
+	if o := d.Rules[0].Params.Origin(); o != "--preset vptrace" {
+		t.Errorf("Default origin %q", o)
+	}
+}

@@ -51,7 +51,6 @@ type objState struct {
 	id       uint64
 	suffix   string
 	ie       bool // initial-exec TLS (else local-exec)
-	exact    bool // exact mode: the runtime records every event
 	prog     *cfg.Program
 	analysis *loops.Analysis
 	live     map[*cfg.Graph]*cfg.Liveness
@@ -63,16 +62,45 @@ type objState struct {
 	b        *snippet.Builder
 }
 
-// Apply selects and instruments the sites of funcs.
+// Begin settles what vptrace decides once per object, before any rule is
+// applied: the TLS model of the per-site slots, which one descriptor
+// registers for the whole object. params are those of every vptrace rule
+// that selects functions of o. Rules that leave tls at auto take what an
+// explicit one asks for; two rules that ask for different models are an
+// error naming both (every other parameter may differ from rule to rule).
+func (p *Preset) Begin(o *ibr.Object, params []rules.Params) error {
+	model, from := "", ""
+	for _, ps := range params {
+		m := ps.String("tls")
+		if m == "auto" {
+			continue
+		}
+		if model != "" && m != model {
+			return fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (initial-exec links into executables and shared libraries alike)",
+				from, model, ps.Origin(), m)
+		}
+		model, from = m, ps.Origin()
+	}
+	_, err := p.state(o, model)
+	return err
+}
+
+// Apply selects and instruments the sites of funcs with the parameters of
+// their rule.
 func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
-	st, err := p.state(o, params)
+	tls := params.String("tls")
+	if tls == "auto" {
+		tls = ""
+	}
+	st, err := p.state(o, tls)
 	if err != nil {
 		return err
 	}
-	threshold := params.Float("threshold")
-	if params.Bool("exact") {
-		st.exact = true
+	if tls != "" && tls != st.model() {
+		// (Begin rules this out; a caller that skips it learns here.)
+		return fmt.Errorf("vptrace: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, st.model())
 	}
+	threshold := params.Float("threshold")
 	pagesize := params.Size("pagesize")
 	skipped := make(map[string]int)
 	for _, fn := range funcs {
@@ -80,6 +108,9 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 		sel := &selector{o: o, g: g, a: st.analysis, live: st.live[g], threshold: threshold, pagesize: pagesize,
 			usestack: params.Bool("usestack"), exact: params.Bool("exact"), skipped: skipped}
 		sel.run()
+		for _, s := range sel.sites {
+			s.exact = sel.exact
+		}
 		infos := make(map[*loops.Loop]*loopInfo)
 		for _, s := range sel.sites {
 			var err error
@@ -110,9 +141,10 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 }
 
 // state returns the object's state, setting it up on first use: analyses,
-// TLS model, and the symbols the inserted code refers to (added before any
+// TLS model (tls: "initial-exec", "local-exec", or "" to choose from the
+// object), and the symbols the inserted code refers to (added before any
 // code refers to symbols by index, since local symbols renumber).
-func (p *Preset) state(o *ibr.Object, params rules.Params) (*objState, error) {
+func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if st := p.states[o]; st != nil {
@@ -129,7 +161,7 @@ func (p *Preset) state(o *ibr.Object, params rules.Params) (*objState, error) {
 	h.Write([]byte(o.Name))
 	st := &objState{o: o, id: h.Sum64(), b: snippet.New()}
 	st.suffix = fmt.Sprintf("%016x", st.id)
-	switch params.String("tls") {
+	switch tls {
 	case "initial-exec":
 		st.ie = true
 	case "local-exec":
@@ -153,6 +185,14 @@ func (p *Preset) state(o *ibr.Object, params rules.Params) (*objState, error) {
 	local(st.sym("ctor"), elf.STT_FUNC, st.secText)
 	p.states[o] = st
 	return st, nil
+}
+
+// model names the object's TLS model.
+func (st *objState) model() string {
+	if st.ie {
+		return "initial-exec"
+	}
+	return "local-exec"
 }
 
 func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
@@ -230,7 +270,7 @@ func (st *objState) finish() error {
 		le.PutUint32(r[8:], symName)
 		le.PutUint32(r[12:], uint32(int32(s.symOff)))
 		kind := s.kind
-		if st.exact {
+		if s.exact {
 			kind |= kindExact
 		}
 		if s.rep {

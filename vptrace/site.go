@@ -50,6 +50,7 @@ type site struct {
 	rel    *relocRef // relocation of the address, if any
 	link   *ibr.Link // same-section RIP-relative reference, if any
 	rep    bool
+	exact  bool // its rule asked for exact mode: the runtime records every event
 	// lo and hi delimit, relative to the site's address, the bytes the
 	// site stands for: its own access and those of later accesses of its
 	// block that the page-size estimate merged into it ([lo, hi)).

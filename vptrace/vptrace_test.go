@@ -223,3 +223,86 @@ func head(s []string) []string {
 	}
 	return s
 }
+
+// TestPerRuleParams: two vptrace rules for different functions of one
+// object each get their own parameters. exact is per site; the TLS model is
+// one per object, so an explicit tls wins over auto and two explicit ones
+// that differ are an error naming both rules.
+func TestPerRuleParams(t *testing.T) {
+	testutil.Need(t, "gcc")
+	dir := t.TempDir()
+	obj := testutil.CompileString(t, dir, "gcc", "two.c", `
+long a[1000], b[1000];
+long f1(long n) { long s = 0; for (long i = 0; i < n; i++) s += a[i]; return s; }
+long f2(long n) { long s = 0; for (long i = 0; i < n; i++) s += b[i * 7 % 1000]; return s; }
+`, "-O2", "-fno-PIC", "-fno-pie")
+	const head = "version: 1\nrules:\n  - preset: vptrace\n    functions: [f1]\n    params: {tls: initial-exec, exact: true}\n  - preset: vptrace\n    functions: [f2]\n"
+	rewriteWith := func(yaml string) (string, error) {
+		rf, err := rules.Parse("r.yaml", []byte(yaml), rules.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(obj)
+		out, _, err := rewrite.Rewrite("two.o", data, rf, rewrite.Presets{"vptrace": vptrace.New()}, nil)
+		if err != nil {
+			return "", err
+		}
+		p := filepath.Join(dir, "two.inst.o")
+		os.WriteFile(p, out, 0o644)
+		return p, nil
+	}
+	inst, err := rewriteWith(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := relocTypes(t, inst); r[elf.R_X86_64_GOTTPOFF] == 0 || r[elf.R_X86_64_TPOFF32] != 0 {
+		t.Errorf("rule 1 asked for initial-exec: relocations %v, want GOTTPOFF only (rule 2's auto follows rule 1)", r)
+	}
+	exact := siteExactness(t, inst)
+	if exact["f1"][true] == 0 || exact["f1"][false] != 0 || exact["f2"][true] != 0 || exact["f2"][false] == 0 {
+		t.Errorf("exact sites per function %v: want f1 all exact, f2 none", exact)
+	}
+	// The same with the auto rule first: its functions are instrumented
+	// first, and must already use the model rule 2 asks for.
+	inst, err = rewriteWith("version: 1\nrules:\n  - preset: vptrace\n    functions: [f2]\n  - preset: vptrace\n    functions: [f1]\n    params: {tls: initial-exec}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := relocTypes(t, inst); r[elf.R_X86_64_GOTTPOFF] == 0 || r[elf.R_X86_64_TPOFF32] != 0 {
+		t.Errorf("rule 2 asked for initial-exec: relocations %v, want GOTTPOFF only", r)
+	}
+	_, err = rewriteWith(head + "    params: {tls: local-exec}\n")
+	if err == nil || !strings.Contains(err.Error(), "r.yaml:3: rule 1 asks for tls: initial-exec and r.yaml:6: rule 2 for tls: local-exec") {
+		t.Errorf("conflicting TLS models: error %v", err)
+	}
+}
+
+// siteExactness counts, per function, the sites of an instrumented
+// object's site table with and without the exact kind bit (ABI.md).
+func siteExactness(t *testing.T, obj string) map[string]map[bool]int {
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".vptrace")
+	if sec == nil {
+		t.Fatal("no .vptrace section")
+	}
+	d, _ := sec.Data()
+	le := binary.LittleEndian
+	n := int(le.Uint32(d[8:]))
+	sites := 16 + int(le.Uint32(d[16:]))
+	strs := 20 + int(le.Uint32(d[20:]))
+	out := map[string]map[bool]int{}
+	for k := 0; k < n; k++ {
+		r := d[sites+32*k:]
+		name := d[strs+int(le.Uint32(r)):]
+		name = name[:strings.IndexByte(string(name), 0)]
+		if out[string(name)] == nil {
+			out[string(name)] = map[bool]int{}
+		}
+		out[string(name)][r[16]&4 != 0]++
+	}
+	return out
+}
