@@ -299,3 +299,28 @@ func TestCCOutputFiles(t *testing.T) {
 		f.Close()
 	}
 }
+
+// An interrupted hijack cc removes its temporary directory and ends by the
+// signal that interrupted it.
+func TestCCInterrupted(t *testing.T) {
+	t.Parallel()
+	needHijack(t)
+	if cfg.fake {
+		t.Skip("the copy-through stand-in has no cc mode")
+	}
+	dir := workDir(t)
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	writeFile(t, filepath.Join(dir, "a.c"), []byte("int main(void) { return 0; }\n"))
+	// A "compiler" that interrupts hijack cc (its parent) while compiling.
+	fake := filepath.Join(dir, "fakecc")
+	writeFile(t, fake, []byte("#!/bin/sh\nkill -INT $PPID\nexec sleep 3 >/dev/null 2>&1\n"))
+	os.Chmod(fake, 0o755)
+	r := mustRun(t, spec{Dir: dir, Env: []string{"TMPDIR=" + tmp}, Timeout: time.Minute}, cfg.hijack, "cc", "-p", "pad", "--", fake, "a.c", "-o", "app")
+	if r.Signal != "interrupt" {
+		t.Errorf("hijack cc: %s, want killed by interrupt", r.status())
+	}
+	if left := listDir(t, tmp); left != "" {
+		t.Errorf("temporary files left: %s", left)
+	}
+}

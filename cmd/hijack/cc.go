@@ -78,6 +78,7 @@ func cmdCC(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	w := &ccWrapper{rf: rf, quiet: *quiet, stdout: stdout, stderr: stderr}
+	defer removeOnSignal(&w.temps)()
 	return w.run(cmd)
 }
 
@@ -85,6 +86,7 @@ type ccWrapper struct {
 	rf             *rules.File
 	quiet          bool
 	stdout, stderr io.Writer
+	temps          tempDirs
 }
 
 // warn prints a warning unless -q was given.
@@ -200,12 +202,12 @@ func (w *ccWrapper) run(cmd []string) int {
 		return w.compile(cc, args, p)
 	}
 	// Link: compile sources first, one by one, then link the objects.
-	tmp, err := os.MkdirTemp("", "hijack-cc-")
+	tmp, err := w.temps.make()
 	if err != nil {
 		fmt.Fprintf(w.stderr, "hijack: cc: cannot create a temporary directory: %v\n", errors.Unwrap(err))
 		return exitFailure
 	}
-	defer os.RemoveAll(tmp)
+	defer w.temps.remove(tmp)
 	link := append([]string{}, args...)
 	isSource := make(map[int]bool)
 	for _, i := range p.sources {
@@ -256,12 +258,12 @@ func (w *ccWrapper) compile(cc string, args []string, p parsed) int {
 		}
 	}
 	if special {
-		tmp, err := os.MkdirTemp("", "hijack-cc-")
+		tmp, err := w.temps.make()
 		if err != nil {
 			fmt.Fprintf(w.stderr, "hijack: cc: cannot create a temporary directory: %v\n", errors.Unwrap(err))
 			return exitFailure
 		}
-		defer os.RemoveAll(tmp)
+		defer w.temps.remove(tmp)
 		obj := filepath.Join(tmp, "out.o")
 		cargs := append([]string{}, args...)
 		if strings.HasPrefix(cargs[p.outArg], "-o") && cargs[p.outArg] != "-o" && cargs[p.outArg] != p.output {

@@ -63,6 +63,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	if err := checkOutput(out); err != nil {
 		return outputFailed(stderr, err)
 	}
+	defer removeOnSignal(&tempDirs{})()
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return fail(errors.Unwrap(err))

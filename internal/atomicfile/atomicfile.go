@@ -29,8 +29,24 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
+
+// inFlight holds the temporary files being written, so that a command
+// interrupted by a signal can remove them (RemoveTemporaries). It is the
+// package's only state: signals are the process's.
+var inFlight sync.Map // name -> struct{}
+
+// RemoveTemporaries removes the temporary files of the writes in progress.
+// A command calls it when a signal ends it, so that an interrupted write
+// leaves nothing behind either.
+func RemoveTemporaries() {
+	inFlight.Range(func(k, _ any) bool {
+		os.Remove(k.(string))
+		return true
+	})
+}
 
 // maxLinks bounds the symbolic links followed, as the kernel's ELOOP does.
 const maxLinks = 40
@@ -106,10 +122,12 @@ func replace(path, target string, old fs.FileInfo, pattern string, write func(io
 	if err != nil {
 		return &fs.PathError{Op: "create", Path: path, Err: fmt.Errorf("in directory %s: %w", filepath.Dir(target), unwrapPath(err))}
 	}
+	inFlight.Store(tmp.Name(), struct{}{})
 	defer func() {
 		if err != nil {
 			os.Remove(tmp.Name())
 		}
+		inFlight.Delete(tmp.Name())
 	}()
 	werr := write(tmp)
 	if cerr := tmp.Close(); werr == nil {

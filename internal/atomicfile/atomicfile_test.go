@@ -184,3 +184,24 @@ func mustLink(t *testing.T, to, path string) {
 		t.Fatal(err)
 	}
 }
+
+// A signal during a write: RemoveTemporaries removes the temporary file of
+// the write in progress (the command then ends; the destination is as it
+// was).
+func TestRemoveTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir+"/out", "old", 0o644)
+	var during []os.DirEntry
+	Write(dir+"/out", ".test-*", func(w io.Writer) error {
+		io.WriteString(w, "partial")
+		RemoveTemporaries()
+		during, _ = os.ReadDir(dir)
+		return errFailed
+	})
+	if len(during) != 1 || during[0].Name() != "out" {
+		t.Errorf("after RemoveTemporaries the directory holds %v, want only out", during)
+	}
+	if got, _ := os.ReadFile(dir + "/out"); string(got) != "old" {
+		t.Errorf("out is %q", got)
+	}
+}
