@@ -27,7 +27,33 @@ type File struct {
 	// their index in this slice.
 	Symbols   []Symbol
 	SymtabNdx int // 0 if the object has no symbol table
+
+	// MaxSize bounds the size of the object Write produces; 0 means no
+	// bound. Read sets it to OutputLimit of the input's size; code that
+	// adds bytes of its own (inserted code, new sections) raises it by as
+	// much. Write fails with ErrTooLarge rather than allocate past it, so
+	// that a size or alignment nobody validated cannot exhaust memory.
+	MaxSize uint64
 }
+
+// Growth bounds what rewriting may add to an object besides the bytes it
+// inserts: re-encoded branches (2 -> 6 bytes), call frame and line
+// program advances that no longer fit one byte (1 -> up to 11), padding
+// made again before functions (at most 15 bytes each). Real objects grow by
+// less than 3x this way (zlib and sqlite3 members with every preset); see
+// OutputLimit.
+const (
+	MaxGrowth  = 16
+	GrowthPlus = 1 << 20
+)
+
+// OutputLimit returns the initial MaxSize for an input of n bytes:
+// MaxGrowth times n plus GrowthPlus.
+func OutputLimit(n int) uint64 { return MaxGrowth*uint64(n) + GrowthPlus }
+
+// ErrTooLarge is wrapped by the error Write returns when the object would
+// exceed File.MaxSize.
+var ErrTooLarge = fmt.Errorf("the rewritten object would exceed its size limit (%dx the input plus the inserted code)", MaxGrowth)
 
 // Section is one section of a File.
 type Section struct {

@@ -298,6 +298,9 @@ func TestBadInput(t *testing.T) {
 		{"rela offset", corrupt(good, relaOff, 8, 1<<40), "beyond the end"},
 		{"name offset", corrupt(good, sh(1, 0), 4, 1<<30), "name offset"},
 		{"alignment", corrupt(good, sh(1, 48), 8, 3), "power of two"},
+		// The writer padded the file to these (out of memory, makeslice).
+		{"alignment 2^40", corrupt(good, sh(1, 48), 8, 1<<40), "alignment 2^40 is larger than any toolchain produces"},
+		{"alignment 2^63", corrupt(good, sh(symtab, 48), 8, 1<<63), "alignment 2^63"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,6 +318,77 @@ func TestBadInput(t *testing.T) {
 				t.Fatal("not ErrNotRelocatable")
 			}
 		})
+	}
+}
+
+// TestLargeAlignment: a large alignment (gcc allows up to 2^28) is kept in
+// the section header, but Write pads file offsets to a page only: gas's
+// object is 16 MiB (of zeros before the 4-byte section), Write's a few
+// KiB, and the linked variable is still aligned.
+func TestLargeAlignment(t *testing.T) {
+	dir := t.TempDir()
+	obj := testutil.CompileString(t, dir, "gcc", "al.c", `
+#include <stdio.h>
+#include <stdint.h>
+int big __attribute__((aligned(1 << 24))) = 42;
+char tail[3] = "ok";
+int main(void) { printf("%d %s %d\n", big, tail, (int)((uintptr_t)&big % (1 << 24))); return 0; }
+`, "-O2", "-fdata-sections")
+	data, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfobj.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.Write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > 1<<20 {
+		t.Errorf("written object is %d bytes (input %d)", len(out), len(data))
+	}
+	g, err := elfobj.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContents(f, g); err != nil {
+		t.Fatal(err)
+	}
+	obj2 := filepath.Join(dir, "al-rt.o")
+	os.WriteFile(obj2, out, 0o644)
+	testutil.Link(t, "gcc", obj2+".exe", obj2)
+	if r := testutil.Run(10e9, obj2+".exe"); r.Stdout != "42 ok 0\n" || r.Exit != 0 {
+		t.Errorf("program linked from the written object: %+v", r)
+	}
+}
+
+// TestWriteLimit: Write refuses to allocate past MaxSize.
+func TestWriteLimit(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(testutil.Compile(t, dir, "gcc", "../testdata/src/kitchen.c", "-O2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfobj.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.MaxSize != elfobj.OutputLimit(len(data)) {
+		t.Fatalf("MaxSize %d, want %d", f.MaxSize, elfobj.OutputLimit(len(data)))
+	}
+	for i, s := range f.Sections {
+		if s.Name == ".comment" {
+			f.Sections[i].Data = make([]byte, f.MaxSize)
+		}
+	}
+	if _, err := f.Write(); !errors.Is(err, elfobj.ErrTooLarge) {
+		t.Fatalf("Write of a %d-byte section: %v, want ErrTooLarge", f.MaxSize, err)
+	}
+	f.MaxSize = 0 // no bound
+	if _, err := f.Write(); err != nil {
+		t.Fatal(err)
 	}
 }
 

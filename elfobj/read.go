@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 const (
@@ -14,6 +15,10 @@ const (
 	relaSize  = 24
 	maxShnum  = 1 << 24 // far beyond any real object; bounds allocations on corrupt input
 	shnXindex = 0xffff
+	// maxAlign bounds sh_addralign. gcc refuses alignments above 2^28
+	// ("exceeds object file maximum") and LLVM above 2^32; a larger value
+	// is a corrupt header, and alignments drive the writer's layout.
+	maxAlign = 1 << 32
 )
 
 var le = binary.LittleEndian
@@ -25,7 +30,7 @@ func Read(data []byte) (*File, error) {
 	if len(data) < elf.EI_NIDENT || string(data[:4]) != elf.ELFMAG {
 		return nil, fmt.Errorf("not an ELF file")
 	}
-	f := &File{}
+	f := &File{MaxSize: OutputLimit(len(data))}
 	copy(f.Ident[:], data)
 	switch elf.Class(data[elf.EI_CLASS]) {
 	case elf.ELFCLASS64:
@@ -229,6 +234,9 @@ func (f *File) checkSection(i int, s *Section) error {
 	nsec := uint32(len(f.Sections))
 	if s.Align > 1 && s.Align&(s.Align-1) != 0 {
 		return fmt.Errorf("alignment %d is not a power of two", s.Align)
+	}
+	if s.Align > maxAlign {
+		return fmt.Errorf("alignment 2^%d is larger than any toolchain produces (at most 2^32)", bits.TrailingZeros64(s.Align))
 	}
 	switch s.Type {
 	case elf.SHT_RELA:

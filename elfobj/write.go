@@ -3,6 +3,7 @@ package elfobj
 import (
 	"debug/elf"
 	"fmt"
+	"math"
 )
 
 // Write lays out the object and returns its bytes. Section contents are
@@ -16,15 +17,29 @@ func (f *File) Write() ([]byte, error) {
 	n := len(f.Sections)
 	offsets := make([]uint64, n)
 	off := uint64(ehdrSize)
+	limit := uint64(math.MaxInt) // what make can allocate at all
+	if f.MaxSize != 0 {
+		limit = min(f.MaxSize, limit)
+	}
+	tooLarge := func() error { return fmt.Errorf("%w of %d bytes", ErrTooLarge, limit) }
 	for i, s := range f.Sections {
 		if i == 0 || s.Type == elf.SHT_NOBITS || s.Type == elf.SHT_NULL {
 			continue
 		}
-		off = alignUp(off, max(s.Align, 1))
+		if s.Align > 1 && s.Align&(s.Align-1) != 0 {
+			return nil, fmt.Errorf("section %d (%s): alignment %d is not a power of two", i, s.Name, s.Align)
+		}
+		off = alignUp(off, min(max(s.Align, 1), maxFileAlign))
 		offsets[i] = off
+		if uint64(len(s.Data)) > limit-min(off, limit) {
+			return nil, tooLarge()
+		}
 		off += uint64(len(s.Data))
 	}
 	shoff := alignUp(off, 8)
+	if uint64(n) > (limit-min(shoff, limit))/shdrSize {
+		return nil, tooLarge()
+	}
 	out := make([]byte, shoff+uint64(n)*shdrSize)
 
 	copy(out, f.Ident[:])
@@ -132,5 +147,12 @@ func (f *File) prepareTables() error {
 	}
 	return nil
 }
+
+// maxFileAlign caps the alignment of section contents in the file. The
+// ELF gABI asks sh_addr, not sh_offset, to honour sh_addralign, and linkers
+// copy a relocatable object's sections to addresses of their own; gas pads
+// the file to every alignment (a section aligned to 2^28 starts 256 MiB
+// into the object), which Write does only up to a page.
+const maxFileAlign = 4096
 
 func alignUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }
