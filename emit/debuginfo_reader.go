@@ -171,8 +171,20 @@ func (d *debugRewrite) decompress() {
 		typ := elf.CompressionType(le32(s.Data))
 		size := binary.LittleEndian.Uint64(s.Data[8:])
 		align := binary.LittleEndian.Uint64(s.Data[16:])
+		if align&(align-1) != 0 || align > 1<<32 {
+			// It becomes sh_addralign if the section is rewritten.
+			d.bad[i] = fmt.Sprintf("compression header alignment 0x%x is not a power of two up to 2^32", align)
+			continue
+		}
 		if typ != elf.COMPRESS_ZLIB {
 			d.bad[i] = fmt.Sprintf("compressed with %s, which is not supported", typ)
+			continue
+		}
+		// DWARF compresses 2-6 times with zlib; a size far beyond that is
+		// a corrupt header or a zlib bomb, and the section is left alone
+		// rather than inflated.
+		if limit := maxInflate * uint64(len(s.Data)); size > limit {
+			d.bad[i] = fmt.Sprintf("uncompressed size 0x%x is more than %d times the compressed size", size, maxInflate)
 			continue
 		}
 		zr, err := zlib.NewReader(bytes.NewReader(s.Data[24:]))
@@ -180,7 +192,7 @@ func (d *debugRewrite) decompress() {
 			d.bad[i] = fmt.Sprintf("bad zlib data: %v", err)
 			continue
 		}
-		b, err := io.ReadAll(io.LimitReader(zr, int64(min(size, 1<<32))+1))
+		b, err := io.ReadAll(io.LimitReader(zr, int64(size)+1))
 		if err != nil || uint64(len(b)) != size {
 			d.bad[i] = "bad zlib data"
 			continue
@@ -190,13 +202,21 @@ func (d *debugRewrite) decompress() {
 	}
 }
 
+// maxInflate bounds the compression ratio of debug sections hijack
+// inflates (zlib's own limit is about 1000).
+const maxInflate = 64
+
 // uncompressed marks a rewritten section as no longer compressed: it is
-// written back uncompressed.
+// written back uncompressed, which the output size limit allows for.
 func (d *debugRewrite) uncompressed(sec int) {
-	if _, ok := d.raw[sec]; !ok {
+	raw, ok := d.raw[sec]
+	if !ok {
 		return
 	}
 	s := d.f.Sections[sec]
+	if d.f.MaxSize != 0 {
+		d.f.MaxSize += uint64(len(raw))
+	}
 	s.Flags &^= elf.SHF_COMPRESSED
 	s.Align = max(d.align[sec], 1)
 }

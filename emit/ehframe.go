@@ -381,6 +381,9 @@ func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *
 			return nil, err
 		}
 		p += uint64(n)
+		if alen > end-p {
+			return nil, fmt.Errorf("augmentation data of 0x%x bytes beyond the record", alen)
+		}
 		if c.lsdaEnc != peOmit && alen > 0 {
 			if lr, ok := relAt[p]; ok {
 				if x.lsdaSec, x.lsdaOff, err = relocTarget(f, lr); err != nil {
@@ -417,6 +420,19 @@ func remapCFA(b []byte, loc, caf uint64, m *codeMap) ([]byte, error) {
 			}
 			p += n
 		}
+		return nil
+	}
+	// skipBlock skips a ULEB128 length and that many bytes (a DWARF
+	// expression), which must lie in the program.
+	skipBlock := func() error {
+		l, n, err := uleb(b[p:])
+		if err != nil {
+			return err
+		}
+		if l > uint64(len(b)-p-n) {
+			return fmt.Errorf("expression of 0x%x bytes beyond the call frame instructions", l)
+		}
+		p += n + int(l)
 		return nil
 	}
 	for p < len(b) {
@@ -467,16 +483,10 @@ func remapCFA(b []byte, loc, caf uint64, m *codeMap) ([]byte, error) {
 					p, err = p+n, e
 				}
 			case 0x0f: // def_cfa_expression: block
-				var l uint64
-				var n int
-				l, n, err = uleb(b[p:])
-				p += n + int(l)
+				err = skipBlock()
 			case 0x10, 0x16: // expression, val_expression: uleb reg, block
 				if err = skipULEB(1); err == nil {
-					var l uint64
-					var n int
-					l, n, err = uleb(b[p:])
-					p += n + int(l)
+					err = skipBlock()
 				}
 			default:
 				return nil, fmt.Errorf("unknown call frame instruction 0x%02x", op)
@@ -597,9 +607,12 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 		return nil, 0, err
 	}
 	p += n
+	if csLen > uint64(len(b)-p) {
+		return nil, 0, fmt.Errorf("call-site table of 0x%x bytes beyond the LSDA", csLen)
+	}
 	csEnd := uint64(p) + csLen
-	if csEnd > uint64(len(b)) {
-		return nil, 0, errShort
+	if ttEnc != peOmit && (ttBase < csEnd || ttBase > uint64(len(b))) {
+		return nil, 0, fmt.Errorf("type table at 0x%x outside the LSDA", ttBase)
 	}
 	fn, err := u.m.addrOf(u.fnStart)
 	if err != nil {

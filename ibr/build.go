@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -22,6 +23,11 @@ func Build(f *elfobj.File) (*Object, error) {
 	for i, es := range f.Sections {
 		if !es.IsCode() || len(es.Data) == 0 {
 			continue
+		}
+		if uint64(len(es.Data)) > math.MaxUint32 {
+			// Inst offsets are 32-bit; no compiler emits 4 GiB of code
+			// in one section.
+			return nil, fmt.Errorf("section %d (%s): %d bytes of code, more than hijack handles in one section (4 GiB)", i, es.Name, len(es.Data))
 		}
 		s := &Section{Index: i, Elf: es}
 		s.decode(f)
@@ -77,7 +83,7 @@ func (s *Section) decode(f *elfobj.File) {
 			}
 		case elf.STT_OBJECT, elf.STT_TLS, elf.STT_COMMON:
 			if sym.Size > 0 && sym.Value < size {
-				data = append(data, region{start: sym.Value, end: min(sym.Value+sym.Size, size), kind: Data})
+				data = append(data, region{start: sym.Value, end: sym.Value + min(sym.Size, size-sym.Value), kind: Data})
 			}
 		case elf.STT_NOTYPE:
 			if sym.Name != "" && sym.Value < size {
@@ -104,13 +110,14 @@ func (s *Section) decode(f *elfobj.File) {
 	var code []region
 	for _, k := range funcs {
 		sym := &f.Symbols[k]
-		end := sym.Value + sym.Size
-		if sym.Size == 0 {
+		end := size
+		switch {
+		case sym.Size == 0:
 			end = nextStart(sym.Value)
-		}
-		if end > size {
+		case sym.Size > size-sym.Value:
 			s.fail("function %s at 0x%x has size 0x%x beyond the end of the section", sym.Name, sym.Value, sym.Size)
-			end = size
+		default:
+			end = sym.Value + sym.Size
 		}
 		code = append(code, region{start: sym.Value, end: end, kind: Code, syms: []uint32{k}})
 	}
@@ -295,9 +302,9 @@ func (s *Section) makeFuncs(f *elfobj.File, regions []region) {
 	for _, r := range regions {
 		for _, k := range r.syms {
 			sym := &f.Symbols[k]
-			end := sym.Value + sym.Size
-			if sym.Size == 0 || end > r.end {
-				end = r.end
+			end := r.end
+			if sym.Size != 0 && sym.Size < r.end-sym.Value {
+				end = sym.Value + sym.Size
 			}
 			es = append(es, entry{k, sym.Value, end})
 		}

@@ -44,6 +44,10 @@ type Presets map[string]Preset
 type Stats struct {
 	Funcs, Instrumented, Skipped int // functions: in the object, given to a preset, left alone
 	Insertions                   int // instructions with inserted code before them
+	// Added counts the bytes the presets added: inserted code, what its
+	// relocations may need, new sections and symbols. The output may be
+	// this much larger than elfobj.OutputLimit of the input.
+	Added uint64
 }
 
 // Rewrite rewrites the object in data, named name, according to rf.
@@ -63,6 +67,7 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 		return nil, st, err
 	}
 	o.Name = name
+	before := rawSize(f)
 	st.Funcs = len(o.Funcs)
 	// Group the selected functions by rule, in rule order.
 	byRule := make(map[*rules.Rule][]*ibr.Func)
@@ -130,6 +135,9 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	for _, s := range o.Code {
 		st.Insertions += s.Insertions
 	}
+	// What the presets added is allowed on top of the input's bound.
+	st.Added = inserted(o) + rawSize(f) - min(before, rawSize(f))
+	f.MaxSize += st.Added
 	if err := emit.Emit(o, warn); err != nil {
 		return nil, st, err
 	}
@@ -138,6 +146,32 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 		return nil, st, err
 	}
 	return out, st, nil
+}
+
+// rawSize counts the bytes the sections, relocations and symbols of f
+// take, however they are laid out.
+func rawSize(f *elfobj.File) uint64 {
+	n := uint64(len(f.Symbols)) * 24
+	for _, s := range f.Sections {
+		n += 64 + uint64(len(s.Data)) + uint64(len(s.Relocs))*24
+	}
+	return n
+}
+
+// inserted counts the bytes of the code the presets inserted and of what
+// its relocations may add (an entry, a symbol and its name each).
+func inserted(o *ibr.Object) uint64 {
+	var n uint64
+	for _, s := range o.Code {
+		for i := range s.Insts {
+			for _, sns := range [][]*ibr.Snippet{s.Insts[i].Before, s.Insts[i].After} {
+				for _, sn := range sns {
+					n += uint64(len(sn.Code)) + uint64(len(sn.Relocs))*(24+24+32)
+				}
+			}
+		}
+	}
+	return n
 }
 
 // list names a few functions for a message.
