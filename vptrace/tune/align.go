@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -17,10 +18,14 @@ import (
 // With address-space randomisation off, a program's own mappings land at
 // the same addresses in every run only if nothing else maps memory in
 // between; but the vptrace runtime's Go part maps memory and starts
-// threads (8 MiB stacks) concurrently with the program, and threads'
-// malloc arenas come in the order the threads first allocate, so a
-// mapping may sit at another address, even in another hole. Each mapping
-// moves as a whole. Align recovers the displacements from the data:
+// threads (8 MiB stacks) concurrently with the program, threads' malloc
+// arenas come in the order the threads first allocate, an exited
+// thread's arena goes to the next thread that needs one, and malloc's
+// mmap threshold grows when a large block is freed (later large blocks
+// then come from an arena, not from mmap): a mapping may sit at another
+// address, even in another hole, and used by another thread. Each mapping
+// moves as a whole, but one thread's part of it may lie elsewhere than
+// another's. Align recovers the displacements from the data:
 //
 //   - it cuts both runs' touched pages into clusters: runs of contiguous
 //     pages touched by the same set of threads (so that neighbouring
@@ -28,12 +33,13 @@ import (
 //   - candidate displacements superimpose clusters of about the same size
 //     (votes weighted by size, more when the thread sets correspond under
 //     the matching);
-//   - the clusters of got, largest first, go where they cover the most
-//     (matched thread, page) pairs of the reference that no cluster placed
-//     before claimed; ties go to 0, then to the displacement of the
-//     nearest piece already placed, then to the closest access counts; runs a placement
-//     leaves uncovered (two mappings adjacent in one run only) are placed
-//     on their own; clusters of fewer than minEvidence pages only take
+//   - the clusters of got that cover everything where they are stay,
+//     the others, largest first, go where they cover the most (matched
+//     thread, page) pairs of the reference that no cluster placed before
+//     claimed (assignDisplacements has the tie-breaks); what a placement
+//     leaves uncovered (two mappings adjacent in one run only, memory
+//     two threads used at different places) is placed on its own, per
+//     thread; clusters of fewer than minEvidence pages only take
 //     displacements for which there is more evidence than themselves.
 //
 // Identical layouts give displacement 0 everywhere; pages the reference
@@ -81,28 +87,28 @@ func Align(ref, got *RunTrace, m []int) int {
 	rc := clusters(refThr)
 	gc := clusters(gotThr)
 	cands := candidates(rc, gc)
-	if len(cands) == 1 {
+	out := assignDisplacements(gc, rc, cands, gotThr, refThr, cnt)
+	if len(out) == 0 {
 		return 0
 	}
-	move := map[uint64]uint64{}
-	for pg, d := range assignDisplacements(gc, cands, gotThr, refThr, cnt) {
-		move[pg] = uint64(int64(pg) + d)
-	}
-	if len(move) == 0 {
-		return 0
-	}
-	for _, t := range got.Threads {
+	moved := map[uint64]bool{}
+	for j, t := range got.Threads {
+		id := gotToRef[j]
+		if id < 0 {
+			id = -1 - j
+		}
 		np := make(map[uint64]uint64, len(t.Pages))
 		for pg, n := range t.Pages {
-			if to, ok := move[pg]; ok {
-				pg = to
+			if d, ok := out[pair{pg, id}]; ok {
+				moved[pg] = true
+				pg = uint64(int64(pg) + d)
 			}
 			np[pg] += n
 		}
 		t.Pages = np
 	}
-	got.Shifted = len(move)
-	return len(move)
+	got.Shifted = len(moved)
+	return len(moved)
 }
 
 // cluster is a run of contiguous pages touched by the same threads.
@@ -152,6 +158,9 @@ const (
 	voters        = 400
 	perCluster    = 8
 	maxCandidates = 256
+	// a cluster also tries superimposing it on this many of the largest
+	// reference clusters of each of its threads
+	perThread = 64
 )
 
 // candidates returns the displacements to try, 0 first.
@@ -231,32 +240,63 @@ func abs64(x int64) int64 {
 	return x
 }
 
-// assignDisplacements places got's clusters greedily, largest first (they
-// are the most distinctive): each goes where its (thread, page) pairs
-// cover the most reference pairs not claimed yet. Claiming
-// keeps two clusters from landing on the same reference pairs: repeated
-// structures, like one arena per thread, pair up one to one. Ties go to
-// 0 (the layout did not change), then to the displacement of the nearest
-// piece already placed, then to the displacement under which the
+// assignDisplacements places got's clusters greedily: first those that
+// cover all their pairs where they are (that memory did not move; placed
+// first so that a larger cluster of the same thread that moved cannot
+// claim their pairs), then the others largest first (they are the most
+// distinctive). Each goes where its (thread, page) pairs cover the most
+// reference pairs not claimed yet. Claiming keeps two clusters from
+// landing on the same reference pairs: repeated structures, like one
+// arena per thread, pair up one to one. The displacements tried are the
+// global candidates, and when those leave pairs uncovered, the piece's
+// own superimpositions on the largest reference clusters of its threads
+// (many alike clusters crowd the global list). Ties go to the
+// displacement under which the rest of the piece's threads' runs of
+// contiguous pages cover the most (a piece that lies inside a larger
+// reference mapping fits in several places, its neighbours tell which),
+// then to 0 (the layout did not change), then to the displacement of the
+// nearest piece already placed, then to the displacement under which the
 // cluster's access counts are closest to the reference's (sum of
 // |log(1+a) - log(1+b)|), then to the better-voted candidate.
 //
 // A cluster may be several mappings that happen to be adjacent in one run
-// and not in the other: the runs of its pages left uncovered by the chosen
-// displacement are queued again as clusters of their own, and take a
-// displacement of their own if it covers at least half of their pairs;
-// otherwise they stay with the rest of their cluster. A cluster that
-// covers nothing under any candidate stays where it is. The result maps
-// every moved page to its displacement.
-func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64][]int, cnt counts) map[uint64]int64 {
+// and not in the other, or memory that several threads used one after the
+// other (a malloc arena an exited thread left to the next) and that lies
+// at different places for each of them in the other run: what a
+// placement leaves uncovered is queued again, per thread, as runs of
+// pages of their own, and takes a displacement of its own if one covers
+// at least half of its pairs; otherwise it stays with the rest of its
+// cluster. A cluster that covers nothing under any candidate stays where
+// it is; clusters of fewer than minEvidence pages only take displacements
+// for which there is more evidence than themselves. The result maps every
+// moved (page, thread) pair to its displacement; threads without a
+// counterpart move with the pieces they share pages with.
+func assignDisplacements(cs, rc []cluster, cands []int64, gotThr, refThr map[uint64][]int, cnt counts) map[pair]int64 {
 	claimed := map[pair]bool{}
-	// covers counts (and with claim, claims) the reference pairs page pg
-	// covers when moved by dd
-	covers := func(pg uint64, dd int64, claim bool) int {
+	type item struct {
+		c         cluster
+		thr       int  // with one: the only thread of the piece
+		one       bool // a remainder: one thread's pages
+		remainder bool
+		parentD   int64
+		atZero    bool // covers all its pairs where it is
+	}
+	// the threads of the piece at page pg, and of the whole piece (a
+	// cluster's pages have the same threads)
+	threads := func(it item, pg uint64) []int {
+		if it.one {
+			return []int{it.thr}
+		}
+		return gotThr[pg]
+	}
+	pieceThreads := func(it item) []int { return threads(it, it.c.lo) }
+	// covers counts (and with claim, claims) the reference pairs the
+	// pairs of it at page pg cover when moved by dd
+	covers := func(it item, pg uint64, dd int64, claim bool) int {
 		to := uint64(int64(pg) + dd)
 		rt := refThr[to]
 		n := 0
-		for _, t := range gotThr[pg] {
+		for _, t := range threads(it, pg) {
 			if t >= 0 && slices.Contains(rt, t) && !claimed[pair{to, t}] {
 				n++
 				if claim {
@@ -266,17 +306,34 @@ func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64]
 		}
 		return n
 	}
-	type item struct {
-		c         cluster
-		remainder bool
-		parentD   int64
+	matched := func(it item) int {
+		n := 0
+		for pg := it.c.lo; pg <= it.c.hi; pg++ {
+			for _, t := range threads(it, pg) {
+				if t >= 0 {
+					n++
+				}
+			}
+		}
+		return n
 	}
 	var queue []item
 	for _, c := range cs {
-		queue = append(queue, item{c: c})
+		it := item{c: c}
+		n := 0
+		for pg := c.lo; pg <= c.hi; pg++ {
+			n += covers(it, pg, 0, false)
+		}
+		it.atZero = n > 0 && n == matched(it)
+		queue = append(queue, it)
 	}
 	less := func(a, b item) int {
 		switch {
+		case a.atZero != b.atZero:
+			if a.atZero {
+				return -1
+			}
+			return 1
 		case a.c.size() != b.c.size():
 			if a.c.size() > b.c.size() {
 				return -1
@@ -286,18 +343,30 @@ func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64]
 			return -1
 		case a.c.lo > b.c.lo:
 			return 1
+		case a.thr < b.thr:
+			return -1
+		case a.thr > b.thr:
+			return 1
 		}
 		return 0
 	}
 	slices.SortStableFunc(queue, less)
 	var placed []placement // sorted by lo
 	used := map[int64]bool{}
-	// the size of the reference cluster of each page
+	// the size of the reference cluster of each page, and the reference
+	// clusters of each thread
 	refSize := map[uint64]uint64{}
-	for _, c := range clusters(refThr) {
+	refOf := map[int][]cluster{}
+	for _, c := range rc {
 		for pg := c.lo; pg <= c.hi; pg++ {
 			refSize[pg] = c.size()
 		}
+		for _, t := range refThr[c.lo] {
+			refOf[t] = append(refOf[t], c)
+		}
+	}
+	for _, cs := range refOf {
+		slices.SortStableFunc(cs, func(a, b cluster) int { return cmp.Compare(b.size(), a.size()) })
 	}
 	// sameShape: c lands on reference clusters of about its size (a
 	// small mapping that moved, not a few pages that happen to fall on
@@ -319,55 +388,151 @@ func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64]
 		for _, dk := range cands {
 			all := true
 			for pg := c.lo; pg <= c.hi && all; pg++ {
-				all = covers(pg, dk, false) > 0
+				all = covers(item{c: c}, pg, dk, false) > 0
 			}
 			if all {
 				support[dk] += int(c.size())
 			}
 		}
 	}
+	// own: the candidates of a piece that is not small: the global ones
+	// (cands, first), and those that superimpose it (low ends, high ends)
+	// on the largest reference clusters of its threads, which the global
+	// ones may lack when many clusters are alike
+	own := func(it item) []int64 {
+		if it.c.size() < minEvidence {
+			return cands
+		}
+		ds := slices.Clone(cands)
+		seen := map[int64]bool{}
+		for _, d := range ds {
+			seen[d] = true
+		}
+		for _, t := range pieceThreads(it) {
+			if t < 0 {
+				continue
+			}
+			for _, r := range refOf[t][:min(len(refOf[t]), perThread)] {
+				for _, d := range []int64{int64(r.lo) - int64(it.c.lo), int64(r.hi) - int64(it.c.hi)} {
+					if !seen[d] {
+						seen[d] = true
+						ds = append(ds, d)
+					}
+				}
+			}
+		}
+		return ds
+	}
 
-	out := map[uint64]int64{}
-	score := make([]int, len(cands))
+	// the runs of contiguous pages of each thread: a piece's neighbours in
+	// its thread's run are most likely the same mapping
+	runsOf := threadRuns(gotThr)
+	// ext counts the reference pairs that the rest of the runs of the
+	// piece's threads (their pages next to it, not in it) would cover
+	// moved by dd
+	ext := func(it item, dd int64) int {
+		n := 0
+		for _, t := range pieceThreads(it) {
+			if t < 0 {
+				continue
+			}
+			for _, r := range overlapping(runsOf[t], it.c) {
+				for pg := r.lo; pg <= r.hi; pg++ {
+					if pg >= it.c.lo && pg <= it.c.hi {
+						continue
+					}
+					to := uint64(int64(pg) + dd)
+					if slices.Contains(refThr[to], t) && !claimed[pair{to, t}] {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+
+	out := map[pair]int64{}
+	set := func(pg uint64, t int, d int64) {
+		if d != 0 {
+			out[pair{pg, t}] = d
+		}
+	}
+	var score []int
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
 		c := it.c
-		best, pairs := 0, 0
-		for pg := c.lo; pg <= c.hi; pg++ {
-			pairs += len(gotThr[pg])
-		}
+		best, pairs := 0, matched(it)
 		small := c.size() < minEvidence
-		for k, dk := range cands {
-			score[k] = 0
-			if small && dk != 0 && !used[dk] && support[dk] < minEvidence && !sameShape(c, dk) {
-				continue // no evidence for a new displacement
+		eval := func(ds []int64, from int) {
+			for k := from; k < len(ds); k++ {
+				dk := ds[k]
+				score[k] = 0
+				if small && dk != 0 && !used[dk] && support[dk] < minEvidence && !sameShape(c, dk) {
+					continue // no evidence for a new displacement
+				}
+				n := 0
+				for pg := c.lo; pg <= c.hi; pg++ {
+					n += covers(it, pg, dk, false)
+				}
+				score[k] = n
 			}
-			n := 0
-			for pg := c.lo; pg <= c.hi; pg++ {
-				n += covers(pg, dk, false)
+		}
+		ds := cands
+		score = slices.Grow(score[:0], len(ds))[:len(ds)]
+		eval(ds, 0)
+		best = slices.Max(score)
+		if best < pairs {
+			// The global candidates leave pairs uncovered: try the
+			// piece's own superimpositions too, but only one that
+			// covers more wins (ties keep the better-voted global
+			// candidates: many clusters of dense, scattered pages fit
+			// in several places).
+			ds = own(it)
+			score = slices.Grow(score, len(ds))[:len(ds)]
+			eval(ds, len(cands))
+			for k := len(cands); k < len(ds); k++ {
+				if score[k] <= best {
+					score[k] = 0
+				}
 			}
-			score[k] = n
-			best = max(best, n)
+			best = slices.Max(score)
 		}
 		if best == 0 || it.remainder && 2*best < pairs {
-			if it.remainder && it.parentD != 0 {
+			if it.remainder {
 				for pg := c.lo; pg <= c.hi; pg++ {
-					out[pg] = it.parentD
+					for _, t := range threads(it, pg) {
+						set(pg, t, it.parentD)
+					}
 				}
 			}
 			continue
 		}
-		// among the best: 0 (the layout did not change), the nearest
-		// placed piece's displacement (neighbouring memory moved
-		// together), the closest access counts, the better-voted
-		pick := -1
-		nd, hasNd := nearest(placed, c)
-		bestDist := math.Inf(1)
-		for k, dk := range cands {
+		// among the best: those under which the rest of the piece's
+		// threads' runs cover the most (the piece is part of a larger
+		// mapping of its thread, and several displacements put it
+		// somewhere inside the same reference mapping), then 0 (the
+		// layout did not change), the nearest placed piece's
+		// displacement (neighbouring memory moved together), the
+		// closest access counts, the better-voted
+		var tied []int
+		bestExt := -1
+		for k, dk := range ds {
 			if score[k] != best {
 				continue
 			}
+			switch x := ext(it, dk); {
+			case x > bestExt:
+				tied, bestExt = append(tied[:0], k), x
+			case x == bestExt:
+				tied = append(tied, k)
+			}
+		}
+		pick := -1
+		nd, hasNd := nearest(placed, c)
+		bestDist := math.Inf(1)
+		for _, k := range tied {
+			dk := ds[k]
 			if dk == 0 {
 				pick = k
 				break
@@ -379,7 +544,7 @@ func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64]
 			dist := 0.0
 			for pg := c.lo; pg <= c.hi; pg++ {
 				to := uint64(int64(pg) + dk)
-				for _, t := range gotThr[pg] {
+				for _, t := range threads(it, pg) {
 					if r, ok := cnt.ref[pair{to, t}]; ok && t >= 0 && !claimed[pair{to, t}] {
 						dist += math.Abs(math.Log1p(float64(cnt.got[pair{pg, t}])) - math.Log1p(float64(r)))
 					}
@@ -389,27 +554,43 @@ func assignDisplacements(cs []cluster, cands []int64, gotThr, refThr map[uint64]
 				pick, bestDist = k, dist
 			}
 		}
-		dd := cands[pick]
+		dd := ds[pick]
 		used[dd] = true
-		// place the covered pages; queue the uncovered runs
-		var rest []item
+		// place the covered pairs (and those of threads without a
+		// counterpart on the same pages); queue each thread's uncovered
+		// runs
+		rest := map[int][]cluster{}
+		var restThr []int
 		for pg := c.lo; pg <= c.hi; pg++ {
-			if covers(pg, dd, true) > 0 {
-				if dd != 0 {
-					out[pg] = dd
+			for _, t := range threads(it, pg) {
+				if t < 0 {
+					set(pg, t, dd)
+					continue
 				}
-				continue
-			}
-			if n := len(rest); n > 0 && rest[n-1].c.hi+1 == pg {
-				rest[n-1].c.hi = pg
-			} else {
-				rest = append(rest, item{c: cluster{pg, pg, c.sig}, remainder: true, parentD: dd})
+				if covers(item{c: c, thr: t, one: true}, pg, dd, true) > 0 {
+					set(pg, t, dd)
+					continue
+				}
+				r := rest[t]
+				if n := len(r); n > 0 && r[n-1].hi+1 == pg {
+					r[n-1].hi = pg
+				} else {
+					if r == nil {
+						restThr = append(restThr, t)
+					}
+					r = append(r, cluster{pg, pg, strconv.Itoa(t)})
+				}
+				rest[t] = r
 			}
 		}
 		i := sort.Search(len(placed), func(i int) bool { return placed[i].lo > c.lo })
 		placed = slices.Insert(placed, i, placement{c.lo, c.hi, dd})
-		if len(rest) > 0 {
-			queue = append(queue, rest...)
+		for _, t := range restThr {
+			for _, r := range rest[t] {
+				queue = append(queue, item{c: r, thr: t, one: true, remainder: true, parentD: dd})
+			}
+		}
+		if len(restThr) > 0 {
 			slices.SortStableFunc(queue, less)
 		}
 	}
@@ -432,6 +613,43 @@ type counts struct{ ref, got map[pair]uint64 }
 // or 0: a page or two at the edge of a mapping the run does not have
 // superimpose on it by chance.
 const minEvidence = 4
+
+// threadRuns returns the runs of contiguous pages of each (matched)
+// thread, ascending.
+func threadRuns(thr map[uint64][]int) map[int][]cluster {
+	pages := map[int][]uint64{}
+	for pg, ts := range thr {
+		for _, t := range ts {
+			if t >= 0 {
+				pages[t] = append(pages[t], pg)
+			}
+		}
+	}
+	runs := map[int][]cluster{}
+	for t, ps := range pages {
+		slices.Sort(ps)
+		var rs []cluster
+		for _, pg := range ps {
+			if n := len(rs); n > 0 && rs[n-1].hi+1 == pg {
+				rs[n-1].hi = pg
+				continue
+			}
+			rs = append(rs, cluster{lo: pg, hi: pg})
+		}
+		runs[t] = rs
+	}
+	return runs
+}
+
+// overlapping returns the runs (ascending, disjoint) that overlap c.
+func overlapping(runs []cluster, c cluster) []cluster {
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].hi >= c.lo })
+	j := i
+	for j < len(runs) && runs[j].lo <= c.hi {
+		j++
+	}
+	return runs[i:j]
+}
 
 type placement struct {
 	lo, hi uint64

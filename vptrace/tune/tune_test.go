@@ -148,6 +148,76 @@ func TestCompareAlignsMovedMappings(t *testing.T) {
 
 func cp(s []uint64) []uint64 { return append([]uint64(nil), s...) }
 
+// heapRun is a run of a program whose threads each have a malloc arena
+// (nodes) and a large block: layouts seen with glibc malloc (the tune
+// tests' th workload) that Align must line up.
+type heapThread struct {
+	nodes, big uint64 // first page of each, 0: none
+	nNodes     uint64
+	nBig       uint64
+}
+
+func heapRun(ths []heapThread) *RunTrace {
+	var ps [][]uint64
+	for _, h := range ths {
+		p := span(0x555555600, 3) // the image: the same in every run
+		p = append(p, span(h.nodes, h.nNodes)...)
+		p = append(p, span(h.big, h.nBig)...)
+		ps = append(ps, p)
+	}
+	rt := run(ps...)
+	rt.ImageLo, rt.ImageHi = 0x555555000, 0x555556000
+	return rt
+}
+
+func TestCompareHeapLayouts(t *testing.T) {
+	const arena = 0x4000 // pages between arenas (64 MiB)
+	const nn, nb = 40, 65
+	// The reference: 12 threads, each with its own arena and an mmap'ed
+	// block, the blocks packed below the arenas.
+	var refTh []heapThread
+	for k := uint64(0); k < 12; k++ {
+		refTh = append(refTh, heapThread{nodes: 0x7fff00000 + k*arena, nNodes: nn, big: 0x7ffe00000 + k*(nb+1), nBig: nb})
+	}
+	for _, tc := range []struct {
+		name string
+		got  func(k uint64) heapThread
+	}{
+		{"arenas in another order, blocks elsewhere", func(k uint64) heapThread {
+			return heapThread{nodes: 0x7fff00000 + (11-k)*arena, nNodes: nn, big: 0x7ffd00000 + (11-k)*(nb+3), nBig: nb}
+		}},
+		{"large blocks from the arena after the mmap threshold grew", func(k uint64) heapThread {
+			a := 0x7fff00000 + (k*5%12)*arena
+			if k%3 == 1 {
+				// the block right after the nodes, sharing a page
+				return heapThread{nodes: a, nNodes: nn, big: a + nn - 1, nBig: nb}
+			}
+			return heapThread{nodes: a, nNodes: nn, big: 0x7ffd00000 + k*(nb+2), nBig: nb}
+		}},
+		{"arenas of exited threads reused by later ones", func(k uint64) heapThread {
+			// threads k and k+6 use the same arena one after the other,
+			// the block after the nodes; the first ones' blocks mmap'ed
+			a := 0x7fff00000 + (k%6)*arena + 0x27
+			if k >= 6 {
+				return heapThread{nodes: a, nNodes: nn, big: a + nn - 1, nBig: nb}
+			}
+			return heapThread{nodes: a, nNodes: nn, big: 0x7ffd00000 + k*(nb+2), nBig: nb}
+		}},
+	} {
+		var gotTh []heapThread
+		for k := range uint64(12) {
+			gotTh = append(gotTh, tc.got(k))
+		}
+		ref, got := heapRun(refTh), heapRun(gotTh)
+		// every pair of the run lands on the reference's (where the
+		// block shares a page with the nodes, the run has a pair less)
+		if a := Compare(ref, got); a.Hits != a.Pairs || a.Pairs < a.RefPairs-12 {
+			t.Errorf("%s: %d of the run's %d pairs on the reference's %d (recall %v precision %v)",
+				tc.name, a.Hits, a.Pairs, a.RefPairs, a.Recall, a.Precision)
+		}
+	}
+}
+
 func TestCompareIdentical(t *testing.T) {
 	ref := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
 	got := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
