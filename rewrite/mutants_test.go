@@ -105,7 +105,7 @@ func TestMutants(t *testing.T) {
 	}
 	seed, _ := strconv.ParseUint(os.Getenv("HIJACK_MUTANTS_SEED"), 10, 64)
 	start := time.Now()
-	objs := objmut.Corpus(t, "../testdata/src", t.TempDir())
+	objs := corpus(t)
 	keep := os.Getenv("HIJACK_MUTANTS_DIR")
 	var n, failed, accepted int
 	for _, pc := range presetConfigs {
@@ -149,7 +149,7 @@ func TestGrowth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rewrites libz.a three times")
 	}
-	objs := objmut.Corpus(t, "../testdata/src", t.TempDir())
+	objs := append([]objmut.Object(nil), corpus(t)...)
 	lib := "/usr/lib/x86_64-linux-gnu/libz.a"
 	testutil.NeedFile(t, lib)
 	for _, p := range testutil.Extract(t, lib, t.TempDir()) {

@@ -140,25 +140,3 @@ func TestIdentity(t *testing.T) {
 		}
 	}
 }
-
-func FuzzRewrite(f *testing.F) {
-	dir := f.TempDir()
-	for _, src := range []string{"kitchen.c", "idioms.s"} {
-		if d, err := os.ReadFile(testutil.Compile(f, dir, "gcc", "../testdata/src/"+src, "-O1")); err == nil {
-			f.Add(d)
-		}
-	}
-	rf := padRules(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out, _, err := rewrite.Rewrite("test.o", data, rf, presets, nil)
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("multi-line error %q", err)
-			}
-			return
-		}
-		if _, err := elfobj.Read(out); err != nil {
-			t.Fatalf("output does not read back: %v", err)
-		}
-	})
-}
