@@ -87,6 +87,8 @@ type consumerState struct {
 
 type fdWriter struct{ fd int }
 
+// Write writes p whole; a failure is the runtime's write error (said once
+// on stderr and marked in the file by the C side, like its own).
 func (f *fdWriter) Write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -94,7 +96,13 @@ func (f *fdWriter) Write(p []byte) (int, error) {
 		if err == syscall.EINTR {
 			continue
 		}
+		if err == nil && m == 0 {
+			err = syscall.ENOSPC // (a regular file takes something or fails)
+		}
 		if err != nil {
+			if errno, ok := err.(syscall.Errno); ok {
+				C.vpt_write_failed(C.int(errno))
+			}
 			return n, err
 		}
 		n += m
@@ -140,7 +148,12 @@ func consumer() {
 				for _, th := range s.threads {
 					drops += th.drops
 				}
-				s.w.End(&trace.End{Time: now, Events: s.events, Drops: drops, Flags: trace.EndClean})
+				end := &trace.End{Time: now, Events: s.events, Drops: drops, Flags: trace.EndClean}
+				if errno := uint32(C.vpt_write_errno()); errno != 0 {
+					end.Flags |= trace.EndWriteError
+					end.Errno = errno
+				}
+				s.w.End(end)
 			}
 			s.w.Flush()
 			if req != lastDone || final != 0 {

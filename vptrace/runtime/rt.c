@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -84,9 +85,11 @@ int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
 int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base) HIDDEN;
 int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
 
-/* Linking the C part pulls in the Go part (and the Go runtime) through this. */
+/* Linking the C part pulls in the Go part (and the Go runtime) through
+ * this, and exec.c (the exec family and _exit). */
 extern void vptGoAnchor(void);
 HIDDEN void (*const vpt_go_anchor)(void) = vptGoAnchor;
+HIDDEN const char *const vpt_exec_anchor = &vpt_exec_linked;
 
 /* ------------------------------------------------------------------ */
 /* atomics and raw system calls (no libc on the batch path)            */
@@ -231,7 +234,14 @@ static uint32_t cfg_backlog = 256;    /* queued buffers before writing raw */
 static int cfg_exit_timeout_ms = 5000;
 
 static char out_pattern[4096];        /* absolute, with %p */
-static char out_path[4096];
+static char out_path[4096];           /* the file this process writes (see open_trace) */
+static int out_hasp;                  /* out_pattern has a %p */
+
+/* write errors (write_failed) */
+static int write_errno;               /* the first failed write's errno; 0: none */
+static int trace_regular;             /* the trace is a regular file: its STATUS can be rewritten */
+static uint64_t status_off;           /* offset of the STATUS chunk in it */
+static uint32_t consumer_tid;         /* the Go consumer's thread */
 
 static uint64_t serial_ctr;
 static uint64_t mem_bytes;
@@ -262,15 +272,18 @@ static int final_started, final_done;
 #define CH_RAW 6
 #define CH_NOTE 7
 #define CH_END 8
+#define CH_STATUS 9
 
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
 #define FMT_MAJOR 1
-#define FMT_MINOR 0
+#define FMT_MINOR 1
 
 static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
 static inline void put64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
+
+static void write_failed(int err);
 
 /* Write one chunk: iov[0] is filled with the chunk header; iov[1..n) is the payload. */
 static int write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
@@ -297,8 +310,10 @@ static int write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
 		long r = sc3(SYS_writev, fd, iov, n);
 		if (r == -EINTR)
 			continue;
-		if (r < 0)
+		if (r <= 0) {
+			write_failed(r < 0 ? (int)-r : ENOSPC); /* (0: a device that takes nothing) */
 			return -1;
+		}
 		if ((size_t)r >= total)
 			return 0;
 		/* short write (disk full?): finish it; the chunk may be damaged */
@@ -408,12 +423,14 @@ static void end_chunk(uint32_t flags)
 {
 	uint8_t fix[40];
 	struct iovec iov[2];
+	uint32_t err = (uint32_t)LOAD(&write_errno);
 	zero_bytes(fix, sizeof fix);
 	put64(fix, vpt_now());
 	put64(fix + 8, LOAD(&serial_ctr));
 	put64(fix + 16, 0);
 	put64(fix + 24, LOAD(&total_drops));
-	put32(fix + 32, flags);
+	put32(fix + 32, flags | (err ? VPTRACE_END_WRITE_ERROR : 0));
+	put32(fix + 36, err);
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
 	write_chunk(CH_END, iov, 2);
@@ -816,18 +833,18 @@ static void utoa(uint64_t v, char *buf)
 	buf[n] = 0;
 }
 
-/* expand %p (pid) and %% in out_pattern */
-static void expand_path(uint32_t pid, int child)
+/* expand %p (pid) and %% of out_pattern into out_path */
+static void expand_path(uint32_t pid)
 {
 	size_t len = 0;
-	int hasp = 0;
 	char num[24];
 	utoa(pid, num);
 	out_path[0] = 0;
+	out_hasp = 0;
 	for (const char *p = out_pattern; *p; p++) {
 		if (p[0] == '%' && p[1] == 'p') {
 			append(out_path, sizeof out_path, &len, num);
-			hasp = 1;
+			out_hasp = 1;
 			p++;
 		} else if (p[0] == '%' && p[1] == '%') {
 			append(out_path, sizeof out_path, &len, "%");
@@ -837,10 +854,92 @@ static void expand_path(uint32_t pid, int child)
 			append(out_path, sizeof out_path, &len, c);
 		}
 	}
-	if (child && !hasp) {
-		append(out_path, sizeof out_path, &len, ".");
-		append(out_path, sizeof out_path, &len, num);
+}
+
+/* The k-th name open_trace tries for out_path P (see vptrace.h): k = 0
+ * is P; then, with STEM.EXT = P (EXT ".vpt" or nothing), STEM.PID.EXT
+ * (k = 1, when P has no %p), and STEM.N.EXT (with %p) or STEM.PID.N.EXT
+ * (without) for N = k >= 2. 0 when k = 1 does not apply. */
+static int trace_name(int k, uint32_t pid, char *buf, size_t cap)
+{
+	size_t len = 0, plen = cstrlen(out_path), stem = plen;
+	char num[24];
+	if (k == 0) {
+		append(buf, cap, &len, out_path);
+		return 1;
 	}
+	if (k == 1 && out_hasp)
+		return 0;
+	if (plen >= 4 && out_path[plen - 4] == '.' && out_path[plen - 3] == 'v' && out_path[plen - 2] == 'p' && out_path[plen - 1] == 't')
+		stem = plen - 4;
+	buf[0] = 0;
+	for (size_t i = 0; i < stem && len + 1 < cap; i++)
+		buf[len++] = out_path[i];
+	buf[len] = 0;
+	if (!out_hasp) {
+		utoa(pid, num);
+		append(buf, cap, &len, ".");
+		append(buf, cap, &len, num);
+	}
+	if (k >= 2) {
+		utoa((uint64_t)k, num);
+		append(buf, cap, &len, ".");
+		append(buf, cap, &len, num);
+	}
+	append(buf, cap, &len, out_path + stem);
+	return 1;
+}
+
+/* errno's description, for messages: "No space left on device (ENOSPC)" */
+static void errno_text(int e, char *buf, size_t cap)
+{
+	static const struct {
+		int e;
+		const char *name, *text;
+	} tab[] = {
+		{ENOSPC, "ENOSPC", "No space left on device"}, {EDQUOT, "EDQUOT", "Disk quota exceeded"},
+		{EFBIG, "EFBIG", "File too large"}, {EIO, "EIO", "Input/output error"},
+		{EPIPE, "EPIPE", "Broken pipe"}, {EBADF, "EBADF", "Bad file descriptor"},
+		{EROFS, "EROFS", "Read-only file system"}, {EACCES, "EACCES", "Permission denied"},
+		{EPERM, "EPERM", "Operation not permitted"}, {ENOENT, "ENOENT", "No such file or directory"},
+		{ENOTDIR, "ENOTDIR", "Not a directory"}, {EISDIR, "EISDIR", "Is a directory"},
+		{ENAMETOOLONG, "ENAMETOOLONG", "File name too long"}, {ELOOP, "ELOOP", "Too many levels of symbolic links"},
+		{EMFILE, "EMFILE", "Too many open files"}, {ENFILE, "ENFILE", "Too many open files in system"},
+		{ENXIO, "ENXIO", "No such device or address"}, {EEXIST, "EEXIST", "File exists"},
+		{EINVAL, "EINVAL", "Invalid argument"}, {EAGAIN, "EAGAIN", "Resource temporarily unavailable"},
+	};
+	size_t len = 0;
+	char num[24];
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+		if (tab[i].e == e) {
+			append(buf, cap, &len, tab[i].text);
+			append(buf, cap, &len, " (");
+			append(buf, cap, &len, tab[i].name);
+			append(buf, cap, &len, ")");
+			return;
+		}
+	}
+	utoa((uint64_t)e, num);
+	append(buf, cap, &len, "errno ");
+	append(buf, cap, &len, num);
+}
+
+/* The strings of parts (NULL-ended) joined in buf; returns the length. */
+static size_t join(char *buf, size_t cap, const char *const *parts)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (; *parts; parts++)
+		append(buf, cap, &len, *parts);
+	return len;
+}
+
+/* One line to stderr, in one write, assembled in buf. Callers run once (a
+ * once-flag, or initialisation), so a static buf is theirs. */
+static void say(char *buf, size_t cap, const char *const *parts)
+{
+	sc3(SYS_write, 2, buf, join(buf, cap, parts));
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap)
@@ -863,26 +962,81 @@ static size_t read_file(const char *path, char *buf, size_t cap)
 
 static uint8_t hdrbuf[16384];
 
-/* open out_path and write the file magic and the HEADER chunk */
-static int open_trace(void)
+/* A STATUS chunk (32 bytes) at b: the file's write status. */
+static void status_chunk(uint8_t *b, uint32_t flags, uint32_t err)
 {
-	static char cmdline[4096], exe[1024];
-	size_t ncmd, nexe = 0, prog = 0, off;
+	put32(b, CHUNK_MAGIC);
+	put16(b + 4, CH_STATUS);
+	put16(b + 6, 0);
+	put32(b + 8, 16);
+	put32(b + 16, flags);
+	put32(b + 20, err);
+	put64(b + 24, vpt_now());
+	put32(b + 12, crc32c(crc32c(0, b + 4, 8), b + 16, 16));
+}
+
+static char asked_path[4096]; /* out_path before create_trace moved it */
+
+/* Create the trace file, never opening an existing one: it holds another
+ * process image's trace (the same pid before an exec, a sibling sharing
+ * VPTRACE_OUT, an earlier run), which truncating or appending to would
+ * destroy or mix. O_CREAT|O_EXCL, trying the names of trace_name in turn;
+ * out_path becomes the one created, and a name other than the first
+ * (taken) is said once on stderr. An existing path that is not a regular
+ * file (/dev/null, a fifo) is written into: there is nothing there to
+ * overwrite. A fork child takes a device its parent writes to, not a fifo
+ * (one process per stream). Returns the fd, or -errno. */
+static long create_trace(int child)
+{
+	static char try[4096], msg[8400];
+	struct stat st;
+	int first = child && !out_hasp ? 1 : 0;
+	long fd;
+	if (sc3(SYS_stat, out_path, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (!first || S_ISCHR(st.st_mode))
+			return sc3(SYS_open, out_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY, 0);
+	}
+	for (int k = first; k < 1000; k++) {
+		if (!trace_name(k, vpt_pid, try, sizeof try))
+			continue;
+		fd = sc3(SYS_open, try, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+		if (fd == -EEXIST)
+			continue;
+		if (fd >= 0 && k > first) {
+			const char *m[] = {"vptrace: ", asked_path, " exists; writing this trace to ", try, "\n", NULL};
+			trace_name(first, vpt_pid, asked_path, sizeof asked_path);
+			say(msg, sizeof msg, m);
+		}
+		copy_bytes(out_path, try, cstrlen(try) + 1); /* (what a message names) */
+		return fd;
+	}
+	return -EEXIST;
+}
+
+/* Create out_path (create_trace) and write the file magic, the HEADER
+ * and the STATUS chunk (write_failed rewrites it in place). A file whose
+ * header could not be written is removed: tracing is off. */
+static int open_trace(int child)
+{
+	static char cmdline[4096], exe[1024], msg[8400], why[128];
+	size_t ncmd, nexe = 0, prog = 0, off, sent = 0;
 	const char *ver = "vptrace-runtime 1";
 	long fd, r;
 	struct iovec iov[2];
+	struct stat st;
 	uint8_t *h = hdrbuf;
 
-	fd = sc3(SYS_open, out_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	asked_path[0] = 0;
+	fd = create_trace(child);
 	if (fd < 0) {
-		static char msg[4200];
-		size_t len = 0;
-		append(msg, sizeof msg, &len, "vptrace: cannot create trace file ");
-		append(msg, sizeof msg, &len, out_path);
-		append(msg, sizeof msg, &len, "; tracing is off (set VPTRACE_OUT)\n");
-		sc3(SYS_write, 2, msg, len);
+		const char *m[] = {"vptrace: cannot create trace file ", out_path, ": ", why, "; tracing is off (set VPTRACE_OUT)\n", NULL};
+		errno_text((int)-fd, why, sizeof why);
+		say(msg, sizeof msg, m);
 		return -1;
 	}
+	trace_regular = sc3(SYS_fstat, fd, &st, 0) == 0 && S_ISREG(st.st_mode);
 	ncmd = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
 	r = sc3(SYS_readlink, "/proc/self/exe", exe, sizeof exe);
 	if (r > 0)
@@ -922,11 +1076,88 @@ static int open_trace(void)
 	put16(h + 14, 0);
 	put32(h + 16, (uint32_t)(off - 24));
 	put32(h + 20, crc32c(crc32c(0, h + 12, 8), h + 24, off - 24));
-	iov[0].iov_base = h;
-	iov[0].iov_len = off;
-	sc3(SYS_writev, fd, iov, 1);
+	status_off = off;
+	status_chunk(h + off, 0, 0);
+	off += 32;
+	while (sent < off) {
+		iov[0].iov_base = h + sent;
+		iov[0].iov_len = off - sent;
+		r = sc3(SYS_writev, fd, iov, 1);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		sent += (size_t)r;
+	}
+	if (sent < off) {
+		const char *m[] = {"vptrace: cannot write trace file ", out_path, ": ", why, "; tracing is off\n", NULL};
+		errno_text(r < 0 ? (int)-r : ENOSPC, why, sizeof why);
+		say(msg, sizeof msg, m);
+		if (trace_regular)
+			sc3(SYS_unlink, out_path, 0, 0); /* ours (O_EXCL), and of no use */
+		sc3(SYS_close, fd, 0, 0);
+		return -1;
+	}
 	STORE(&trace_fd, (int)fd);
+	if (asked_path[0]) {
+		const char *m[] = {asked_path, " exists: this trace is written to ", out_path, NULL};
+		join(msg, sizeof msg, m);
+		note_chunk(VPTRACE_NOTE_WARNING, sys_gettid(), 0, msg);
+	}
 	return 0;
+}
+
+/* A write to the trace failed (err: errno): the trace is incomplete. Said
+ * once, on stderr (the only place sure to be seen) and in the file: its
+ * STATUS chunk is rewritten in place, through a descriptor without
+ * O_APPEND (pwrite on an O_APPEND one appends), which needs no new space
+ * on a full file system. The END chunk carries it too, if one can still
+ * be written. Async-signal-safe (raw system calls, once). */
+static void write_failed(int err)
+{
+	static char msg[8400], why[128], proc[64];
+	const char *m[] = {"vptrace: cannot write trace file ", out_path, ": ", why, "; the trace is incomplete\n", NULL};
+	uint8_t st[32];
+	struct stat a, b;
+	size_t len = 0;
+	char num[24];
+	long fd;
+	int none = 0;
+	if (err <= 0 || !CAS(&write_errno, &none, err))
+		return;
+	errno_text(err, why, sizeof why);
+	say(msg, sizeof msg, m);
+	if (!trace_regular)
+		return;
+	utoa((uint64_t)LOAD(&trace_fd), num);
+	append(proc, sizeof proc, &len, "/proc/self/fd/");
+	append(proc, sizeof proc, &len, num);
+	fd = sc3(SYS_open, proc, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		/* no /proc: the path, if it still is our file */
+		fd = sc3(SYS_open, out_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+		if (fd >= 0 && (sc3(SYS_fstat, fd, &a, 0) != 0 || sc3(SYS_fstat, LOAD(&trace_fd), &b, 0) != 0 ||
+				a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
+			sc3(SYS_close, fd, 0, 0);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return;
+	status_chunk(st, VPTRACE_STATUS_WRITE_ERROR, (uint32_t)err);
+	sc6(SYS_pwrite64, fd, (long)st, sizeof st, (long)status_off, 0, 0);
+	sc3(SYS_close, fd, 0, 0);
+}
+
+/* for the Go consumer: its writes failed */
+void vpt_write_failed(int err)
+{
+	write_failed(err);
+}
+
+int vpt_write_errno(void)
+{
+	return LOAD(&write_errno);
 }
 
 static void read_config(void)
@@ -1031,8 +1262,8 @@ static int core_init(void)
 		vpt_t.flags &= ~VTF_INIT;
 		return ST_OFF;
 	}
-	expand_path(vpt_pid, 0);
-	if (open_trace() < 0) {
+	expand_path(vpt_pid);
+	if (open_trace(0) < 0) {
 		STORE(&vpt_hot.active, 0);
 		STORE(&init_state, ST_OFF);
 		vpt_t.flags &= ~VTF_INIT;
@@ -1124,7 +1355,9 @@ static void child_fixup(int from_atfork)
 		if (vpt_objdumped[i])
 			vpt_objdumped[i] = 0;
 	open_ns = vpt_now();
-	expand_path(vpt_pid, 1);
+	STORE(&write_errno, 0); /* (the parent's file's) */
+	trace_regular = 0;
+	expand_path(vpt_pid);
 	fork_ppid = ppid;
 	STORE(&child_open, 1); /* created by the first chunk the child writes */
 	reset_slots();
@@ -1141,7 +1374,7 @@ static int child_open_now(void)
 	int st = 1;
 	if (CAS(&child_open, &st, 2)) {
 		vpt_t.flags |= VTF_INIT;
-		if (open_trace() == 0) {
+		if (open_trace(1) == 0) {
 			dump_objects();
 			note_chunk(VPTRACE_NOTE_FORK, sys_gettid(), fork_ppid, "fork child");
 		} else {
@@ -1981,6 +2214,13 @@ static int go_request(int final, int timeout_ms)
 	return wait_done(ticket, timeout_ms);
 }
 
+/* Whether this thread is the Go consumer's (a signal handler that
+ * interrupted it): it cannot wait for itself. */
+static int on_consumer(void)
+{
+	return LOAD(&consumer_tid) == sys_gettid();
+}
+
 static void finalize(void)
 {
 	struct vpt_thread *t = &vpt_t;
@@ -1996,7 +2236,7 @@ static void finalize(void)
 		int gs = GO_NONE;
 		/* lock a consumer that has not started yet out for good, or
 		 * ask the running one */
-		if (!CAS(&go_alive, &gs, GO_LOCKED) && gs == GO_RUNNING)
+		if (!CAS(&go_alive, &gs, GO_LOCKED) && gs == GO_RUNNING && !on_consumer())
 			ok = go_request(1, cfg_exit_timeout_ms);
 	}
 	if (!ok) {
@@ -2018,6 +2258,68 @@ static void finalize(void)
 __attribute__((destructor(101))) static void vpt_fini(void)
 {
 	finalize();
+}
+
+/* Write what every thread recorded so far to the file and return when it
+ * is there: through the Go consumer when it runs, else (a fork child, no
+ * answer in time) by this thread, raw. With VTF_INBATCH clear. */
+static void flush_now(void)
+{
+	struct vpt_thread *t = &vpt_t;
+	int ok = 0;
+	if (LOAD(&mode) == MODE_GO && LOAD(&go_alive) == GO_RUNNING && !LOAD(&final_done) && !on_consumer())
+		ok = go_request(0, cfg_exit_timeout_ms);
+	if (!ok) {
+		t->flags |= VTF_INBATCH;
+		c_steal_all(1);
+		t->flags &= ~VTF_INBATCH;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* exec and _exit (exec.c interposes them)                              */
+
+/* Whether this thread may flush before an exec or an _exit: the runtime
+ * traces this process (a vfork child has another pid and shares its
+ * parent's memory: it must leave the runtime alone; a fork child that
+ * recorded something was set up as one, with its own pid) and this
+ * thread is not inside it (a signal handler that interrupted it). */
+static int may_flush(void)
+{
+	return LOAD(&init_state) == ST_READY && sys_getpid() == LOAD(&vpt_pid) &&
+	       !(vpt_t.flags & (VTF_INBATCH | VTF_RUNTIME)) && !LOAD(&final_started);
+}
+
+/* Before an exec replaces the image: everything recorded so far to the
+ * file (the exec closes it and ends the other threads), then a NOTE EXEC
+ * naming prog and an END flagged EXEC. Returns 1 when it wrote them (the
+ * caller says vpt_exec_failed if the exec returns). A fork child that
+ * recorded nothing has no file and gets none. */
+int vpt_before_exec(const char *prog)
+{
+	if (!may_flush())
+		return 0;
+	flush_now();
+	if (LOAD(&trace_fd) < 0)
+		return 0;
+	note_chunk(VPTRACE_NOTE_EXEC, sys_gettid(), 0, prog ? prog : "");
+	end_chunk(VPTRACE_END_EXEC);
+	return 1;
+}
+
+/* The exec failed (err: errno): tracing goes on in the same file, the
+ * EXEC end before this note is void. */
+void vpt_exec_failed(int err)
+{
+	note_chunk(VPTRACE_NOTE_EXEC_FAILED, sys_gettid(), (uint64_t)err, "exec failed: tracing goes on in this file");
+}
+
+/* _exit, _Exit: the exit flush that exit() does in its destructor (a fork
+ * child's events between fork and _exit were lost without it). */
+void vpt_before_exit(void)
+{
+	if (may_flush())
+		finalize();
 }
 
 /* ------------------------------------------------------------------ */
@@ -2090,7 +2392,6 @@ int vptrace_active(void)
 int vptrace_flush(void)
 {
 	struct vpt_thread *t = &vpt_t;
-	int ok = 0;
 	if (init_normal() != ST_READY)
 		return -1;
 	if (t->flags & VTF_INBATCH)
@@ -2100,13 +2401,7 @@ int vptrace_flush(void)
 		child_fixup(0);
 		t->flags &= ~VTF_INBATCH;
 	}
-	if (LOAD(&mode) == MODE_GO && LOAD(&go_alive) == GO_RUNNING && !LOAD(&final_done))
-		ok = go_request(0, cfg_exit_timeout_ms);
-	if (!ok) {
-		t->flags |= VTF_INBATCH;
-		c_steal_all(1);
-		t->flags &= ~VTF_INBATCH;
-	}
+	flush_now();
 	return 0;
 }
 
@@ -2132,6 +2427,7 @@ int vpt_go_started(void)
 	int gs = GO_NONE;
 	if (!CAS(&go_alive, &gs, GO_RUNNING))
 		return 0; /* the process is exiting without us */
+	STORE(&consumer_tid, sys_gettid());
 	if (LOAD(&init_state) == ST_READY)
 		late_init();
 	return 1;

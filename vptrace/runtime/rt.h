@@ -136,5 +136,14 @@ extern void vpt_flush_done(uint64_t ticket, int final);
 extern uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites);
 extern const void *vpt_obj_sites_ptr(const struct vpt_object *o, uint32_t *nsites);
 extern int vpt_interval_ms(void);
+extern void vpt_write_failed(int err);             /* a write to the trace failed: errno */
+extern int vpt_write_errno(void);                  /* the first failed write's errno, or 0 */
+
+/* for exec.c (the exec family, _exit) */
+#define VPT_HIDDEN __attribute__((visibility("hidden")))
+extern VPT_HIDDEN int vpt_before_exec(const char *prog); /* 1: wrote NOTE EXEC, END(EXEC) */
+extern VPT_HIDDEN void vpt_exec_failed(int err);
+extern VPT_HIDDEN void vpt_before_exit(void);
+extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
 #endif
 #endif

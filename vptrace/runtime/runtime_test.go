@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -408,7 +409,7 @@ func TestFork(t *testing.T) {
 	r := runVT(t, nil, "fork")
 	mustOK(t, r)
 	child, childPath := childLine(t, r.stdout)
-	if want := fmt.Sprintf("%s.%d", r.trace, child); childPath != want {
+	if want := pidName(r.trace, child); childPath != want {
 		t.Errorf("child trace %q, want %q", childPath, want)
 	}
 	parent := expectations(t, r.stdout)
@@ -637,13 +638,142 @@ func compareSubset(t *testing.T, tr *trace.Trace, want map[uint32]map[uint64]exp
 	}
 }
 
+// TestQuickExit: _exit right after the events flushes them like exit
+// (before, what was recorded since the last streaming interval was lost).
 func TestQuickExit(t *testing.T) {
 	r := runVT(t, nil, "quickexit")
 	mustOK(t, r)
 	tr := load(t, r.trace)
 	compare(t, tr, expectations(t, r.stdout))
-	if tr.End != nil {
-		t.Errorf("end chunk after _exit")
+	checkClean(t, tr)
+}
+
+// pidName is the name a trace file takes when path is taken, or in a fork
+// child of a process writing path (vptrace.h): t.vpt -> t.PID.vpt, or
+// t.PID.N.vpt for n > 1.
+func pidName(path string, pid int, n ...int) string {
+	stem := strings.TrimSuffix(path, ".vpt")
+	ext := path[len(stem):]
+	name := fmt.Sprintf("%s.%d", stem, pid)
+	for _, k := range n {
+		name += fmt.Sprintf(".%d", k)
+	}
+	return name + ext
+}
+
+// traceFiles lists the trace files of a run.
+func traceFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ls, err := filepath.Glob(filepath.Join(dir, "t*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(ls)
+	return ls
+}
+
+// TestExec: an image that execs writes what it recorded to its file
+// before it is replaced (an END flagged EXEC after a NOTE EXEC), and the
+// image it becomes (the same pid, the same VPTRACE_OUT) writes a file of
+// its own, t.PID.vpt, saying so once on stderr. Before, the new image
+// truncated the old one's file. Every function of the exec family.
+func TestExec(t *testing.T) {
+	for _, how := range []string{"execve", "execv", "execl", "execle", "execveat", "fexecve", "execvp", "execvpe", "execlp"} {
+		t.Run(how, func(t *testing.T) {
+			r := runVT(t, nil, "exec", how)
+			mustOK(t, r)
+			first := load(t, r.trace)
+			compare(t, first, expectations(t, r.stdout))
+			if first.End == nil || first.End.Flags&trace.EndExec == 0 || first.Exec == "" {
+				t.Errorf("the first image's end: %+v, exec %q; want an END flagged EXEC", first.End, first.Exec)
+			}
+			pid := int(first.Header.PID)
+			next := pidName(r.trace, pid)
+			if files := traceFiles(t, r.dir); len(files) != 2 || !slices.Contains(files, r.trace) || !slices.Contains(files, next) {
+				t.Fatalf("files %v, want %s and %s", files, r.trace, next)
+			}
+			second := load(t, next)
+			compare(t, second, expectTagged(t, r.stdout, "X"))
+			checkClean(t, second)
+			if second.Header.PID != first.Header.PID {
+				t.Errorf("pids %d and %d: not an exec?", first.Header.PID, second.Header.PID)
+			}
+			if want := fmt.Sprintf("vptrace: %s exists; writing this trace to %s\n", r.trace, next); r.stderr != want {
+				t.Errorf("stderr %q, want %q", r.stderr, want)
+			}
+		})
+	}
+}
+
+// TestExecFailed: when an exec fails (execv of a missing file, execvp's
+// search finding nothing) tracing goes on in the same file, which ends
+// as if nothing happened, the failures noted.
+func TestExecFailed(t *testing.T) {
+	r := runVT(t, nil, "execfail")
+	mustOK(t, r)
+	tr := load(t, r.trace)
+	compare(t, tr, expectations(t, r.stdout))
+	checkClean(t, tr)
+	if tr.End.Flags&trace.EndExec != 0 || tr.Exec != "" {
+		t.Errorf("end %+v, exec %q: want a plain END", tr.End, tr.Exec)
+	}
+	var kinds []string
+	for _, n := range tr.Notes {
+		kinds = append(kinds, fmt.Sprintf("%d:%d", n.Kind, n.Value))
+	}
+	enoent := int(syscall.ENOENT)
+	want := fmt.Sprintf("[%d:0 %d:%d %d:0 %d:%d]", trace.NoteExec, trace.NoteExecFailed, enoent, trace.NoteExec, trace.NoteExecFailed, enoent)
+	if fmt.Sprint(kinds) != want {
+		t.Errorf("notes (kind:value) %v, want %s", kinds, want)
+	}
+	if files := traceFiles(t, r.dir); len(files) != 1 || r.stderr != "" {
+		t.Errorf("files %v, stderr %q", files, r.stderr)
+	}
+}
+
+// TestForkThen: a fork child's events between the fork and its exec or
+// _exit are in its file (before, they were lost), and with a fixed
+// VPTRACE_OUT the program the child execs writes a file of its own
+// (before, it truncated the parent's, and report merged the two
+// processes' threads).
+func TestForkThen(t *testing.T) {
+	for _, how := range []string{"exec", "exit"} {
+		t.Run(how, func(t *testing.T) {
+			r := runVT(t, nil, "forkthen", how)
+			mustOK(t, r)
+			child, childPath := childLine(t, r.stdout)
+			if want := pidName(r.trace, child); childPath != want {
+				t.Errorf("child trace %q, want %q", childPath, want)
+			}
+			pt := load(t, r.trace)
+			compare(t, pt, expectations(t, r.stdout))
+			checkClean(t, pt)
+			ct := load(t, childPath)
+			compare(t, ct, expectTagged(t, r.stdout, "F"))
+			wantFiles := []string{r.trace, childPath}
+			if how == "exec" {
+				if ct.End == nil || ct.End.Flags&trace.EndExec == 0 {
+					t.Errorf("the child's end %+v, want EXEC", ct.End)
+				}
+				next := pidName(r.trace, child, 2)
+				xt := load(t, next)
+				compare(t, xt, expectTagged(t, r.stdout, "X"))
+				checkClean(t, xt)
+				wantFiles = append(wantFiles, next)
+				if want := fmt.Sprintf("vptrace: %s exists; writing this trace to %s\n", r.trace, next); r.stderr != want {
+					t.Errorf("stderr %q, want %q", r.stderr, want)
+				}
+			} else {
+				checkClean(t, ct)
+				if r.stderr != "" {
+					t.Errorf("stderr %q", r.stderr)
+				}
+			}
+			sort.Strings(wantFiles)
+			if files := traceFiles(t, r.dir); fmt.Sprint(files) != fmt.Sprint(wantFiles) {
+				t.Errorf("files %v, want %v", files, wantFiles)
+			}
+		})
 	}
 }
 
@@ -785,7 +915,7 @@ func TestValgrind(t *testing.T) {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		t.Skip("no valgrind")
 	}
-	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}, {"rep"}} {
+	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}, {"rep"}, {"forkthen", "exec"}} {
 		dir := t.TempDir()
 		args := append([]string{"--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
 			"--suppressions=testdata/valgrind.supp", "--trace-children=yes", "-q", vtBin}, sc...)
@@ -882,4 +1012,75 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// TestNaming: the runtime never opens an existing file (vptrace.h, "Trace
+// file names"): when the name is taken the trace goes to the first free
+// one of STEM.PID.vpt, STEM.PID.2.vpt, ... (STEM.2.vpt, ... when the name
+// has %p), said once on stderr, and what was there is left as it was. An
+// existing device is written into; a directory turns tracing off.
+func TestNaming(t *testing.T) {
+	needVT(t)
+	for _, c := range []struct {
+		name  string
+		out   string // VPTRACE_OUT, in the run's directory
+		setup string // shell commands run there first; $$ is the traced process's pid
+		want  string // the trace file, "" for none
+		msg   string // stderr; <dir> is the directory
+	}{
+		{"free", "t.vpt", "", "t.vpt", ""},
+		{"taken", "t.vpt", "echo old >t.vpt", "t.$$.vpt", "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/t.$$.vpt\n"},
+		{"taken twice", "t.vpt", "echo old >t.vpt; echo old >t.$$.vpt", "t.$$.2.vpt", "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/t.$$.2.vpt\n"},
+		{"pid taken", "t.%p.vpt", "echo old >t.$$.vpt", "t.$$.2.vpt", "vptrace: <dir>/t.$$.vpt exists; writing this trace to <dir>/t.$$.2.vpt\n"},
+		{"no extension", "out", "echo old >out", "out.$$", "vptrace: <dir>/out exists; writing this trace to <dir>/out.$$\n"},
+		{"dangling symlink", "t.vpt", "ln -s nowhere/x t.vpt", "t.$$.vpt", "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/t.$$.vpt\n"},
+		{"directory", "d", "mkdir d", "", "vptrace: cannot create trace file <dir>/d: Is a directory (EISDIR); tracing is off (set VPTRACE_OUT)\n"},
+		{"device", "null", "mknod null c 1 3 || exit 99", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", c.setup+"\nexec \"$0\" stopstart", vtBin)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+c.out)
+			var so, se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &so, &se
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 99 {
+				t.Skipf("mknod: %s", se.String())
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, se.String())
+			}
+			pid := strconv.Itoa(cmd.Process.Pid)
+			msg := strings.NewReplacer("<dir>", dir, "$$", pid).Replace(c.msg)
+			if se.String() != msg {
+				t.Errorf("stderr %q, want %q", se.String(), msg)
+			}
+			before := map[string]bool{}
+			for _, f := range strings.Fields(strings.NewReplacer(";", " ", ">", " ").Replace(c.setup)) {
+				before[strings.ReplaceAll(f, "$$", pid)] = true
+			}
+			want := strings.ReplaceAll(c.want, "$$", pid)
+			ls, _ := os.ReadDir(dir)
+			for _, e := range ls {
+				switch {
+				case e.Name() == want:
+					tr := load(t, filepath.Join(dir, want))
+					compare(t, tr, expectations(t, so.String()))
+					checkClean(t, tr)
+				case !before[e.Name()]:
+					t.Errorf("%s written, want %q", e.Name(), want)
+				case e.Type().IsRegular():
+					if data, _ := os.ReadFile(filepath.Join(dir, e.Name())); string(data) != "old\n" {
+						t.Errorf("%s was overwritten: %.40q", e.Name(), data)
+					}
+				}
+			}
+			if want != "" {
+				if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+					t.Errorf("no trace: %v", err)
+				}
+			}
+		})
+	}
 }

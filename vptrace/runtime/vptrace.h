@@ -15,9 +15,8 @@
  *   VPTRACE_OUT=PATH        trace file; "%p" is replaced by the process id
  *                           (default "vptrace.%p.vpt" in the current
  *                           directory). A relative PATH is taken relative to
- *                           the directory at start-up. A fork child writes
- *                           its own file: PATH with %p expanded to its pid,
- *                           or PATH.<childpid> when PATH has no %p.
+ *                           the directory at start-up. Never an existing
+ *                           file: see "Trace file names" below.
  *   VPTRACE=off             disable tracing: no file, events are discarded
  *                           (also 0, no, false).
  *   VPTRACE_START=stopped   start stopped: nothing is recorded until
@@ -40,6 +39,35 @@
  *                           files; for debugging and cross-checking).
  *   VPTRACE_EXIT_TIMEOUT_MS=N  how long exit and vptrace_flush wait for the
  *                           aggregator before writing raw events (5000).
+ *
+ * Trace file names. Every process image writes a file of its own, and the
+ * runtime never opens an existing one (it creates its file with O_EXCL):
+ * another process's trace is never truncated, overwritten or mixed into.
+ * When PATH (STEM.vpt, or STEM when it does not end in .vpt) is taken, the
+ * trace goes to the first free one of STEM.PID.vpt, STEM.PID.2.vpt,
+ * STEM.PID.3.vpt, ... (STEM.2.vpt, STEM.3.vpt, ... when PATH has %p: the
+ * pid is in it already), and the runtime says once on stderr
+ *     vptrace: PATH exists; writing this trace to NEWPATH
+ * That happens to a program that execs (itself, or another traced program:
+ * the same pid and VPTRACE_OUT), to processes that share a fixed
+ * VPTRACE_OUT (a make check), and to a second `VPTRACE_OUT=app.vpt ./app`
+ * (remove the old file first, or put %p in PATH). A fork child writes
+ * STEM.CHILDPID.vpt (with %p: PATH for its pid) without a message. A PATH
+ * that exists and is not a regular file (/dev/null, a fifo) is written
+ * into as it is; a fork child shares a device with its parent, not a fifo.
+ *
+ * Exec and _exit. The runtime defines the exec functions (execve, execv,
+ * execvp, execvpe, execl, execle, execlp, fexecve, execveat) and _exit and
+ * _Exit, weakly (libc.a's strong _exit wins in a static link): before an
+ * exec replaces the image, everything it recorded goes to its file, which
+ * ends with an END flagged EXEC (if the exec fails, tracing goes on in the
+ * same file); _exit flushes as exit does. Events other threads record
+ * after that flush are lost with the image. posix_spawn, system and popen
+ * need nothing: the program they start is another process.
+ *
+ * Write errors (a full disk; /dev/full) are said once on stderr, with the
+ * path and the errno, and marked in the file where it can be (FORMAT.md,
+ * STATUS; the END); the program goes on.
  *
  * The runtime is async-signal-safe on the event path, works before main,
  * during exit and in fork children, and never calls into Go from an
@@ -153,10 +181,17 @@ void vpt_range(void);
 #define VPTRACE_NOTE_STOP    3u
 #define VPTRACE_NOTE_WARNING 4u
 #define VPTRACE_NOTE_FORK    5u  /* value: parent pid */
+#define VPTRACE_NOTE_EXEC    6u  /* the image is about to exec; text: the program (1.1) */
+#define VPTRACE_NOTE_EXEC_FAILED 7u /* value: errno; tracing goes on, the EXEC end is void (1.1) */
 
 /* END flags */
 #define VPTRACE_END_CLEAN    1u  /* written at normal process exit */
 #define VPTRACE_END_FALLBACK 2u  /* the aggregator did not answer in time; events written raw */
+#define VPTRACE_END_EXEC     4u  /* written before an exec (1.1) */
+#define VPTRACE_END_WRITE_ERROR 8u /* some chunks could not be written; errno at offset 36 (1.1) */
+
+/* STATUS flags (chunk 9, right after the HEADER, rewritten in place) */
+#define VPTRACE_STATUS_WRITE_ERROR 1u /* a write failed: chunks are missing */
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -137,7 +138,8 @@ static void rec(int site, const void *addr)
 	}
 }
 
-static int in_child; /* fork child: its lines are tagged F */
+/* expectations are tagged E; F in a fork child, X in an exec'd image */
+static char g_tag = 'E';
 
 static void dump_sim(struct sim *s, pid_t tid)
 {
@@ -146,7 +148,7 @@ static void dump_sim(struct sim *s, pid_t tid)
 	for (int i = 0; i < TABN; i++) {
 		struct ent *e = &s->tab[i];
 		if (e->page1)
-			printf("%c %d %llx %llu %llu %llu\n", in_child ? 'F' : 'E', tid, (unsigned long long)(e->page1 - 1),
+			printf("%c %d %llx %llu %llu %llu\n", g_tag, tid, (unsigned long long)(e->page1 - 1),
 			       (unsigned long long)e->ev, (unsigned long long)e->r, (unsigned long long)e->w);
 	}
 }
@@ -561,7 +563,7 @@ static int forktest(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		pthread_t th;
-		in_child = 1;
+		g_tag = 'F';
 		reset_expect();
 		for (int i = 9; i < 20; i++) /* page 9: in the inherited slot, which the runtime zeroed */
 			R(b + i * 4096);
@@ -653,7 +655,7 @@ static int cachetest(void)
 	fflush(stdout);
 	pid_t pid = fork(); /* the child inherits a cache holding pages 0-19 */
 	if (pid == 0) {
-		in_child = 1;
+		g_tag = 'F';
 		reset_expect();
 		g_epoch += 1ull << 40; /* the child's trace records its own pages */
 		for (int i = 0; i < 30; i++)
@@ -865,15 +867,123 @@ static int crash(void)
 	return 3;
 }
 
-/* _exit: no flush at all */
+/* _exit right after the events (no streaming interval passed): the
+ * runtime's _exit flushes like exit */
 static int quickexit(void)
 {
 	char *b = pages(100);
 	for (int i = 0; i < 100; i++)
 		R(b + i * 4096);
 	dump();
-	sleep_ms(400);
 	_exit(0);
+}
+
+/* ---- exec: the image's events reach its file before it is replaced ---- */
+
+/* the image vt execs into: its own pages, tagged X */
+static int execd(void)
+{
+	char *b = pages(40);
+	g_tag = 'X';
+	for (int i = 20; i < 30; i++)
+		W(b + i * 4096);
+	dump();
+	return 0;
+}
+
+/* exec this program again ("vt execd") with one of the exec functions */
+static int exec_self(const char *how)
+{
+	static char exe[4096];
+	char *argv[] = {"vt", "execd", NULL};
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return 2;
+	exe[n] = 0;
+	fflush(stdout);
+	if (!strcmp(how, "execve"))
+		execve(exe, argv, environ);
+	else if (!strcmp(how, "execv"))
+		execv(exe, argv);
+	else if (!strcmp(how, "execl"))
+		execl(exe, "vt", "execd", (char *)NULL);
+	else if (!strcmp(how, "execle"))
+		execle(exe, "vt", "execd", (char *)NULL, environ);
+	else if (!strcmp(how, "execveat"))
+		execveat(AT_FDCWD, exe, argv, environ, 0);
+	else if (!strcmp(how, "fexecve")) {
+		int fd = open(exe, O_RDONLY | O_CLOEXEC);
+		fexecve(fd, argv, environ);
+	} else {
+		/* the PATH search: vt's directory first */
+		static char path[8192];
+		char *slash = strrchr(exe, '/');
+		*slash = 0;
+		snprintf(path, sizeof path, "/nonexistent:%s:%s", exe, getenv("PATH") ? getenv("PATH") : "");
+		setenv("PATH", path, 1);
+		if (!strcmp(how, "execvp"))
+			execvp("vt", argv);
+		else if (!strcmp(how, "execvpe"))
+			execvpe("vt", argv, environ);
+		else if (!strcmp(how, "execlp"))
+			execlp("vt", "vt", "execd", (char *)NULL);
+	}
+	fprintf(stderr, "vt: %s failed: %s\n", how, strerror(errno));
+	return 3;
+}
+
+static int exectest(const char *how)
+{
+	char *b = pages(40);
+	for (int i = 0; i < 10; i++)
+		R(b + i * 4096);
+	dump();
+	return exec_self(how);
+}
+
+/* a failed exec: tracing goes on in the same file */
+static int execfail(void)
+{
+	char *b = pages(20);
+	char *argv[] = {"nothing", NULL};
+	for (int i = 0; i < 5; i++)
+		R(b + i * 4096);
+	if (execv("/nonexistent/program", argv) != -1 || errno != ENOENT)
+		return 2;
+	if (execvp("vt-no-such-program", argv) != -1 || errno != ENOENT)
+		return 3;
+	for (int i = 5; i < 10; i++)
+		R(b + i * 4096);
+	dump();
+	return 0;
+}
+
+/* fork; the child records, then execs vt (how: "exec") or calls _exit
+ * ("exit"); the parent records before and after */
+static int forkthen(const char *how)
+{
+	char *b = pages(40);
+	for (int i = 0; i < 10; i++)
+		R(b + i * 4096);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		g_tag = 'F';
+		reset_expect();
+		for (int i = 10; i < 15; i++)
+			W(b + i * 4096);
+		printf("C %d %s\n", (int)getpid(), vptrace_path() ? vptrace_path() : "-");
+		dump();
+		if (!strcmp(how, "exit"))
+			_exit(0);
+		_exit(exec_self("execve"));
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	for (int i = 30; i < 40; i++)
+		R(b + i * 4096);
+	dump();
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
 /* ---- registers ---- */
@@ -1302,6 +1412,14 @@ int main(int argc, char **argv)
 		return crash();
 	if (!strcmp(s, "quickexit"))
 		return quickexit();
+	if (!strcmp(s, "exec"))
+		return exectest(argc > 2 ? argv[2] : "execve");
+	if (!strcmp(s, "execd"))
+		return execd();
+	if (!strcmp(s, "execfail"))
+		return execfail();
+	if (!strcmp(s, "forkthen"))
+		return forkthen(argc > 2 ? argv[2] : "exec");
 	if (!strcmp(s, "regs"))
 		return regs();
 	if (!strcmp(s, "stress"))
