@@ -92,6 +92,7 @@ build() {
 	done
 	"$w/plain" "${args[@]}" >"$w/plain.out" || { echo "the plain build fails"; return 1; }
 	for t in T0 T1; do
+		rm -f "$w/$t.vpt" # (the runtime never overwrites a trace: a rerun would write $t.PID.vpt)
 		VPTRACE_OUT=$w/$t.vpt "$w/$t" "${args[@]}" >"$w/$t.out" || { echo "the $t build fails"; return 1; }
 		cmp -s "$w/plain.out" "$w/$t.out" || { echo "the $t build's output differs from the plain one's"; return 1; }
 	done
@@ -125,7 +126,7 @@ for name in "${names[@]}"; do
 			case $c in
 			plain) cmd=("$w/plain") env=() ;;
 			off) cmd=("$w/T0") env=(VPTRACE=off) ;;
-			*) cmd=("$w/$c") env=(VPTRACE_OUT="$w/$c.vpt") ;;
+			*) cmd=("$w/$c") env=(VPTRACE_OUT="$w/$c.vpt") && rm -f "$w/$c.vpt" ;;
 			esac
 			s=$(now)
 			env "${env[@]}" "${cmd[@]}" "${args[@]}" >/dev/null
