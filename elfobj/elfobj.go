@@ -1,9 +1,11 @@
 package elfobj
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNotRelocatable is wrapped by the error Read returns for executables and
@@ -219,4 +221,48 @@ func (f *File) FindSymbol(name string) uint32 {
 		}
 	}
 	return 0
+}
+
+// ErrLTO is matched (errors.Is) by every *LTOError.
+var ErrLTO = errors.New("LTO object")
+
+// LTOError is the error Read returns for link-time optimisation objects
+// that hold compiler IR instead of machine code: gcc -flto without
+// -ffat-lto-objects (GIMPLE in .gnu.lto_* sections, symbol
+// __gnu_lto_slim) and clang -flto (LLVM bitcode, not ELF at all). A link
+// compiles them anew, so rewriting them cannot instrument anything.
+type LTOError struct {
+	IR string // "GIMPLE IR" or "LLVM bitcode"
+}
+
+func (e *LTOError) Error() string { return "LTO object (" + e.IR + "): compile with -fno-lto" }
+
+// Is makes errors.Is(err, ErrLTO) true.
+func (e *LTOError) Is(target error) bool { return target == ErrLTO }
+
+// IsBitcode reports whether data is LLVM bitcode ("BC" 0xC0DE), bare or in
+// the bitcode wrapper (0x0B17C0DE).
+func IsBitcode(data []byte) bool {
+	return bytes.HasPrefix(data, []byte("BC\xc0\xde")) || bytes.HasPrefix(data, []byte("\xde\xc0\x17\x0b"))
+}
+
+// IsLTOSection reports whether a section holds LTO IR: gcc's GIMPLE
+// (.gnu.lto_*) and the early debug information that goes with it
+// (.gnu.debuglto_*), and LLVM's embedded bitcode for fat LTO (.llvm.lto).
+func IsLTOSection(name string) bool {
+	return strings.HasPrefix(name, ".gnu.lto_") || strings.HasPrefix(name, ".gnu.debuglto_") || name == ".llvm.lto"
+}
+
+// IsLTOMarker reports whether a symbol only marks an object as gcc LTO
+// output (__gnu_lto_slim, __gnu_lto_v1 of older gcc).
+func IsLTOMarker(name string) bool { return strings.HasPrefix(name, "__gnu_lto_") }
+
+// HasLTO reports whether the object carries LTO IR sections.
+func (f *File) HasLTO() bool {
+	for _, s := range f.Sections {
+		if IsLTOSection(s.Name) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -425,4 +426,124 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+var groupMember = regexp.MustCompile(`^\s+\[\s*\d+\]\s+(\S+)$`)
+
+// TestRemoveSections removes sections from real objects and checks the
+// rest against readelf and against what it was: contents, relocations (by
+// symbol name), symbols, groups.
+func TestRemoveSections(t *testing.T) {
+	testutil.Need(t, "as", "readelf")
+	dir := t.TempDir()
+	grp := testutil.CompileString(t, dir, "gcc", "grp.s", `
+	.section .data.g,"awG",@progbits,grp,comdat
+	.globl grp
+grp:	.long 1
+	.section .data.h,"awG",@progbits,hh,comdat
+	.globl hh
+hh:	.long 2
+	.section .data.h2,"awG",@progbits,hh,comdat
+	.long 3
+	.text
+	.globl f
+f:	leaq hh(%rip), %rax
+	ret
+`)
+	fat := testutil.CompileString(t, dir, "g++", "fat.cpp", `#include <cstdio>
+template <class T> T twice(T x) { return x + x; }
+inline int counter(int x) { static int n; return n += x; }
+int main() { std::printf("%d %d\n", twice(3), counter(4)); return 0; }
+`, "-O2", "-g", "-flto", "-ffat-lto-objects")
+	for _, tc := range []struct {
+		name, obj string
+		drop      func(*elfobj.Section) bool
+		err       string
+		groups    string // readelf -g lines naming groups and members, in order
+	}{
+		{"empty group goes", grp, func(s *elfobj.Section) bool { return s.Name == ".data.g" }, "", "[hh] .data.h .data.h2"},
+		{"group member", grp, func(s *elfobj.Section) bool { return s.Name == ".data.h2" }, "", "[grp] .data.g [hh] .data.h"},
+		{"group signature", grp, func(s *elfobj.Section) bool { return s.Name == ".data.h" }, "section .group: group signature symbol 2 (hh) is removed", ""},
+		{"relocated", grp, func(s *elfobj.Section) bool { return strings.HasPrefix(s.Name, ".data.h") }, "section .rela.text: relocation at 0x3 refers to symbol 2 (hh), which is removed", ""},
+		{"symbol table", grp, func(s *elfobj.Section) bool { return s.Name == ".symtab" }, "section 10 (.symtab) cannot be removed", ""},
+		{"LTO IR", fat, func(s *elfobj.Section) bool { return elfobj.IsLTOSection(s.Name) }, "", "[_ZZ7counteriE1n] .bss._ZZ7counteriE1n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := os.ReadFile(tc.obj)
+			f, err := elfobj.Read(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := f.Write()
+			orig, _ := elfobj.Read(data)
+			err = f.RemoveSections(tc.drop, nil)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				if after, _ := f.Write(); !bytes.Equal(after, before) {
+					t.Fatal("a failed RemoveSections changed the object")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := f.Write()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "rm-"+strings.ReplaceAll(tc.name, " ", "-")+".o")
+			os.WriteFile(p, out, 0o644)
+			msg, err := exec.Command("readelf", "-aW", p).CombinedOutput()
+			if err != nil || bytes.Contains(msg, []byte("readelf: ")) {
+				t.Fatalf("readelf -a: %v\n%s", err, msg)
+			}
+			var groups []string
+			for _, l := range strings.Split(string(msg), "\n") {
+				if f := strings.Fields(l); strings.HasPrefix(l, "COMDAT group section") {
+					groups = append(groups, f[len(f)-4])
+				} else if m := groupMember.FindStringSubmatch(l); m != nil && len(groups) > 0 {
+					groups = append(groups, m[1])
+				}
+			}
+			if got := strings.Join(groups, " "); got != tc.groups {
+				t.Errorf("groups %q, want %q", got, tc.groups)
+			}
+			// What is left is what it was.
+			g, err := elfobj.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := make(map[string]*elfobj.Section)
+			for _, s := range orig.Sections {
+				byName[s.Name] = s
+			}
+			symKey := func(f *elfobj.File, k uint32) string {
+				s := f.Symbols[k]
+				sec := ""
+				if s.Shndx > 0 && s.Shndx < 0xff00 {
+					sec = f.Sections[s.Shndx].Name
+				}
+				return fmt.Sprintf("%s@%s+%d", s.Name, sec, s.Value)
+			}
+			for _, s := range g.Sections[1:] {
+				o := byName[s.Name]
+				if o == nil || tc.drop(o) {
+					t.Fatalf("section %s should not be there", s.Name)
+				}
+				if s.Type != elf.SHT_GROUP && s.Type != elf.SHT_SYMTAB && s.Type != elf.SHT_RELA && s.Type != elf.SHT_STRTAB && !bytes.Equal(s.Data, o.Data) {
+					t.Errorf("section %s: contents changed", s.Name)
+				}
+				if len(s.Relocs) != len(o.Relocs) {
+					t.Fatalf("section %s: %d relocations, want %d", s.Name, len(s.Relocs), len(o.Relocs))
+				}
+				for k, r := range s.Relocs {
+					if symKey(g, r.Sym) != symKey(orig, o.Relocs[k].Sym) || r.Off != o.Relocs[k].Off || r.Addend != o.Relocs[k].Addend {
+						t.Fatalf("section %s: relocation %d refers to %s, want %s", s.Name, k, symKey(g, r.Sym), symKey(orig, o.Relocs[k].Sym))
+					}
+				}
+			}
+		})
+	}
 }

@@ -26,6 +26,9 @@ var le = binary.LittleEndian
 // Read parses an ELF64 little-endian x86-64 relocatable object. The
 // returned File shares no memory with data.
 func Read(data []byte) (*File, error) {
+	if IsBitcode(data) {
+		return nil, &LTOError{IR: "LLVM bitcode"}
+	}
 	data = bytes.Clone(data)
 	if len(data) < elf.EI_NIDENT || string(data[:4]) != elf.ELFMAG {
 		return nil, fmt.Errorf("not an ELF file")
@@ -141,6 +144,11 @@ func Read(data []byte) (*File, error) {
 		if err := f.checkSection(i, s); err != nil {
 			return nil, fmt.Errorf("section %d (%s): %w", i, s.Name, err)
 		}
+	}
+	// gcc marks objects with GIMPLE only (no -ffat-lto-objects) with this
+	// symbol; their .text is empty.
+	if f.HasLTO() && f.FindSymbol("__gnu_lto_slim") != 0 {
+		return nil, &LTOError{IR: "GIMPLE IR"}
 	}
 	return f, nil
 }
