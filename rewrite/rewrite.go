@@ -62,6 +62,9 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	if err != nil {
 		return nil, st, err
 	}
+	if ps, ok := Marker(f); ok {
+		return nil, st, &AlreadyRewrittenError{Presets: ps}
+	}
 	o, err := ibr.Build(f)
 	if err != nil {
 		return nil, st, err
@@ -110,6 +113,7 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 		}
 	}
 	var used []Preset
+	var usedNames []string
 	for i := range rf.Rules {
 		r := &rf.Rules[i]
 		fns := byRule[r]
@@ -124,6 +128,9 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 			return nil, st, fmt.Errorf("preset %s: %w", r.Preset, err)
 		}
 		used = append(used, p)
+		if !slices.Contains(usedNames, r.Preset) {
+			usedNames = append(usedNames, r.Preset)
+		}
 	}
 	for i, p := range used {
 		if fp, ok := p.(Finisher); ok && !slices.Contains(used[:i], p) {
@@ -140,6 +147,15 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	f.MaxSize += st.Added
 	if err := emit.Emit(o, warn); err != nil {
 		return nil, st, err
+	}
+	if len(used) > 0 {
+		if f.HasLTO() {
+			if err := stripLTO(f); err != nil {
+				return nil, st, err
+			}
+			warn("fat LTO object: LTO IR removed, so that the link uses the instrumented code")
+		}
+		addMarker(f, usedNames)
 	}
 	out, err := f.Write()
 	if err != nil {
@@ -181,6 +197,20 @@ func list(names []string) string {
 		return strings.Join(names[:4], ", ") + fmt.Sprintf(" and %d more", len(names)-4)
 	}
 	return strings.Join(names, ", ")
+}
+
+// stripLTO removes the LTO IR of a fat LTO object (gcc -ffat-lto-objects:
+// machine code and GIMPLE; clang -ffat-lto-objects: .llvm.lto). A link with
+// -flto would compile the IR again and throw the rewritten code away;
+// without it, the linker plugin does not claim the object and links the
+// code hijack rewrote.
+func stripLTO(f *elfobj.File) error {
+	err := f.RemoveSections(func(s *elfobj.Section) bool { return elfobj.IsLTOSection(s.Name) },
+		func(sym *elfobj.Symbol) bool { return elfobj.IsLTOMarker(sym.Name) })
+	if err != nil {
+		return fmt.Errorf("fat LTO object: the LTO IR cannot be removed (%v): compile with -fno-lto", err)
+	}
+	return nil
 }
 
 // IsNotRelocatable reports whether err says the input was an executable or
