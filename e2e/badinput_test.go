@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hijack/internal/objmut"
 )
 
 // Bad input: for inputs that are not x86-64 relocatable objects, or are
@@ -242,6 +244,37 @@ func badInputs(t *testing.T) []badInput {
 	goodArch = append(goodArch, good...)
 	add("truncated.a", goodArch[:len(goodArch)/2], "")
 
+	// alignments the writer padded the file to (out of memory, makeslice)
+	for i, s := range f.Sections {
+		switch s.Name {
+		case ".note.GNU-stack":
+			add("align-2^40-note.o", patch64(good, shent(i)+0x30, 1<<40), "alignment 2^40 is larger than any toolchain produces")
+		case ".eh_frame":
+			add("align-2^63-eh_frame.o", patch64(good, shent(i)+0x30, 1<<63), "alignment 2^63 is larger than any toolchain produces")
+		}
+	}
+	ins = append(ins, ltoInputs(t)...)
+
+	// an object hijack already rewrote (a second vptrace pass registered
+	// the object twice)
+	rdir := t.TempDir()
+	in, out := filepath.Join(rdir, "once.o"), filepath.Join(rdir, "twice.o")
+	writeFile(t, in, good)
+	if err := rewrite(filepath.Join(cfg.root, "testdata", "rules", "vptrace.yaml"), in, out); err != nil {
+		t.Fatal(err)
+	}
+	once, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("rewritten.o", once, "already rewritten by hijack (presets: vptrace); rewrite the original object")
+
+	// structured mutants (package objmut: the fields readers index and
+	// allocate by set to boundary values), of which some stay valid
+	for k, m := range objmut.Mutate(good, 7, 24) {
+		ins = append(ins, badInput{name: fmt.Sprintf("mutant%02d.o", k), data: m.Data})
+	}
+
 	// random corruptions of the headers: these may leave a valid object,
 	// but hijack must either succeed or fail cleanly
 	n := 40
@@ -271,6 +304,43 @@ func badInputs(t *testing.T) []badInput {
 			desc = append(desc, fmt.Sprintf("%x", off))
 		}
 		ins = append(ins, badInput{name: fmt.Sprintf("random%02d-%s.o", k, strings.Join(desc, "-")), data: d})
+	}
+	return ins
+}
+
+// ltoInputs returns LTO objects without machine code, alone and as archive
+// members: gcc -flto (GIMPLE only; was rewritten with no function, exit 0),
+// clang -flto and -flto=thin (LLVM bitcode; was "not an ELF file").
+func ltoInputs(t *testing.T) []badInput {
+	var ins []badInput
+	src := testdata("demo", "hashtab.c")
+	const gimple, bitcode = "LTO object (GIMPLE IR): compile with -fno-lto", "LTO object (LLVM bitcode): compile with -fno-lto"
+	for _, c := range []struct {
+		name, cc string
+		flags    []string
+		hint     string
+	}{
+		{"lto-gcc.o", "gcc", []string{"-O2", "-flto"}, gimple},
+		{"lto-gcc-g.o", "gcc", []string{"-O0", "-g", "-flto"}, gimple},
+		{"lto-clang.o", "clang", []string{"-O2", "-flto"}, bitcode},
+		{"lto-clang-thin.o", "clang", []string{"-O2", "-flto=thin"}, bitcode},
+	} {
+		data, err := os.ReadFile(compile(t, c.cc, c.flags, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, badInput{name: c.name, data: data, mustFail: true, hint: c.hint})
+		if c.cc == "gcc" {
+			// An archive of such objects fails as a whole, naming the
+			// member. (Bitcode members are for the CLI to recognise:
+			// it copies members that are not ELF.)
+			a := []byte("!<arch>\n" + fmt.Sprintf("%-16s%-12d%-6d%-6d%-8o%-10d`\n", "hashtab.o/", 0, 0, 0, 0o644, len(data)))
+			a = append(a, data...)
+			if len(a)%2 == 1 {
+				a = append(a, '\n')
+			}
+			ins = append(ins, badInput{name: strings.TrimSuffix(c.name, ".o") + ".a", data: a, mustFail: true, hint: "member hashtab.o: " + c.hint})
+		}
 	}
 	return ins
 }
