@@ -3,7 +3,9 @@ package rewrite_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -107,7 +109,7 @@ func TestMutants(t *testing.T) {
 	start := time.Now()
 	objs := corpus(t)
 	keep := os.Getenv("HIJACK_MUTANTS_DIR")
-	var n, failed, accepted int
+	var n, failed, accepted, checked int
 	for _, pc := range presetConfigs {
 		rf := configRules(t, pc.preset, pc.settings)
 		for i, obj := range objs {
@@ -125,6 +127,10 @@ func TestMutants(t *testing.T) {
 				out, ok := checkRewrite(t, what, m.Data, rf, limit)
 				if out != nil {
 					accepted++
+					if accepted%oracleEvery == 0 && ok {
+						ok = checkTools(t, what, m.Data, out)
+						checked++
+					}
 				}
 				if !ok {
 					failed++
@@ -139,7 +145,61 @@ func TestMutants(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d mutants of %d objects with %d presets in %v: %d rewritten, the rest refused", n, len(objs), len(presetConfigs), time.Since(start).Round(time.Millisecond), accepted)
+	t.Logf("%d mutants of %d objects with %d presets in %v: %d rewritten (%d checked with readelf and objdump), the rest refused",
+		n, len(objs), len(presetConfigs), time.Since(start).Round(time.Millisecond), accepted, checked)
+}
+
+// oracleEvery: every so many rewritten mutants go through readelf -a and
+// objdump -dr as well.
+const oracleEvery = 8
+
+// toolComplaint matches what readelf and objdump say about broken input.
+var toolComplaint = regexp.MustCompile(`(?m)^(readelf|objdump): (Warning|Error|error)?:? ?.*$`)
+
+// checkTools runs readelf -aW and objdump -dr on a mutant and on what
+// hijack made of it: the output must not draw complaints the input did not
+// (numbers aside: offsets move), and objdump must not fail on it if it did
+// not fail on the input.
+func checkTools(t *testing.T, what string, in, out []byte) bool {
+	t.Helper()
+	if _, err := exec.LookPath("readelf"); err != nil {
+		return true
+	}
+	dir := t.TempDir()
+	pin, pout := filepath.Join(dir, "in.o"), filepath.Join(dir, "out.o")
+	os.WriteFile(pin, in, 0o644)
+	os.WriteFile(pout, out, 0o644)
+	digits := regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+`)
+	complaints := func(tool string, args ...string) (map[string]bool, bool, string) {
+		m := make(map[string]bool)
+		var failed bool
+		var text string
+		for _, p := range []string{pin, pout} {
+			b, err := exec.Command(tool, append(args, p)...).CombinedOutput()
+			for _, c := range toolComplaint.FindAllString(strings.ReplaceAll(string(b), p, "FILE"), -1) {
+				c = digits.ReplaceAllString(c, "N")
+				if p == pin {
+					m[c] = true
+				} else if !m[c] {
+					text += c + "\n"
+				}
+			}
+			if p == pin {
+				failed = err != nil
+			} else if err != nil && !failed {
+				text += fmt.Sprintf("%s fails on the output only: %v\n", tool, err)
+			}
+		}
+		return m, failed, text
+	}
+	ok := true
+	for _, c := range [][]string{{"readelf", "-aW"}, {"objdump", "-dr"}} {
+		if _, _, text := complaints(c[0], c[1:]...); text != "" {
+			t.Errorf("%s: %s %s complains about the output only:\n%s", what, c[0], c[1], text)
+			ok = false
+		}
+	}
+	return ok
 }
 
 // TestGrowth: real instrumentation stays far below the output size bound
