@@ -547,3 +547,24 @@ int main() { std::printf("%d %d\n", twice(3), counter(4)); return 0; }
 		})
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{".text.main", ".text.main"},
+		{"café", "café"},
+		{"a\nb", `a\nb`},
+		{"\x1b[31mred", `\x1b[31mred`},
+		{"\x80\xff", `\x80\xff`},
+		{"tab\there", `tab\there`},
+		{"line\u2028sep", `line\u2028sep`},
+	} {
+		if got := elfobj.Printable(c.in); got != c.want {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	err := elfobj.PrintableError(fmt.Errorf("member a\nb: %w", &elfobj.LTOError{IR: "LLVM bitcode"}))
+	var lto *elfobj.LTOError
+	if err.Error() != `member a\nb: LTO object (LLVM bitcode): compile with -fno-lto` || !errors.Is(err, elfobj.ErrLTO) || !errors.As(err, &lto) {
+		t.Errorf("PrintableError: %q, Is %v, As %v", err, errors.Is(err, elfobj.ErrLTO), errors.As(err, &lto))
+	}
+}

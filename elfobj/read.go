@@ -24,8 +24,17 @@ const (
 var le = binary.LittleEndian
 
 // Read parses an ELF64 little-endian x86-64 relocatable object. The
-// returned File shares no memory with data.
+// returned File shares no memory with data. Errors are one line, names
+// from the object made Printable.
 func Read(data []byte) (*File, error) {
+	f, err := read(data)
+	if err != nil {
+		return nil, PrintableError(err)
+	}
+	return f, nil
+}
+
+func read(data []byte) (*File, error) {
 	if IsBitcode(data) {
 		return nil, &LTOError{IR: "LLVM bitcode"}
 	}

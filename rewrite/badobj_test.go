@@ -2,12 +2,14 @@ package rewrite_test
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,6 +191,51 @@ func TestBadObjects(t *testing.T) {
 			warning: "section .debug_line: compression header alignment 0x3 is not a power of two up to 2^32",
 		},
 	}
+	// Names are arbitrary bytes: a newline or a terminal escape in one
+	// made a message of several lines (found by FuzzRewritePad and
+	// FuzzRewriteVptrace).
+	rename := func(t *testing.T, d []byte, sym string, name string) []byte {
+		t.Helper()
+		i := bytes.Index(d, []byte("\x00"+sym+"\x00"))
+		if i < 0 || len(name) != len(sym) {
+			t.Fatalf("no name %s of that length", sym)
+		}
+		copy(d[i+1:], name)
+		return d
+	}
+	tests = append(tests, []struct {
+		name    string
+		data    func(t *testing.T) []byte
+		preset  string
+		err     string
+		warning string
+		alloc   uint64
+	}{
+		{
+			name: "symbol name with a newline in an error",
+			data: func(t *testing.T) []byte {
+				d := compile(t, "gcc", "kitchen.c", "-O2")
+				ef, err := elf.NewFile(bytes.NewReader(d))
+				if err != nil {
+					t.Fatal(err)
+				}
+				syms, _ := ef.Symbols()
+				k := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "average" }) + 1
+				d = rename(t, d, "average", "av\ne\x1b[m")
+				return patchField(t, d, fmt.Sprintf(`symtab\)\[%d\]\.st_shndx$`, k), []byte{0xf0, 0x0f})
+			},
+			err: `(av\ne\x1b[m): section index 4080 out of range`,
+		},
+		{
+			name: "function name with a newline in a warning",
+			data: func(t *testing.T) []byte {
+				// An opcode invalid in 64-bit mode: the section is left
+				// alone, with a warning naming the function.
+				return rename(t, asm(t, "nl", "", ".byte 0x06"), "f", "\n")
+			},
+			warning: `section .text: 1 function(s) not instrumented (\n): cannot decode instruction`,
+		},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			preset := tc.preset

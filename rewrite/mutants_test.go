@@ -69,7 +69,11 @@ func checkRewrite(t *testing.T, what string, data []byte, rf *rules.File, allocL
 				fail("panic: %v\n%s", r, debug.Stack())
 			}
 		}()
-		out, _, err = rewrite.Rewrite("mutant.o", data, rf, allPresets(), nil)
+		out, _, err = rewrite.Rewrite("mutant.o", data, rf, allPresets(), func(w string) {
+			if strings.ContainsAny(w, "\n\r\x1b") {
+				fail("warning with control characters %q", w)
+			}
+		})
 	}()
 	if allocLimit > 0 {
 		runtime.ReadMemStats(&ms1)
@@ -78,8 +82,8 @@ func checkRewrite(t *testing.T, what string, data []byte, rf *rules.File, allocL
 		}
 	}
 	if err != nil {
-		if strings.Contains(err.Error(), "\n") {
-			fail("multi-line error %q", err)
+		if strings.ContainsAny(err.Error(), "\n\r\x1b") {
+			fail("error with control characters %q", err)
 		}
 		return nil, ok
 	}

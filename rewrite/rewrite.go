@@ -52,12 +52,19 @@ type Stats struct {
 
 // Rewrite rewrites the object in data, named name, according to rf.
 // Warnings (functions left uninstrumented and why) go to warn. The returned
-// bytes are the new object.
+// bytes are the new object. Errors and warnings are one line each, with
+// names from the object made printable (elfobj.Printable).
 func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
-	var st Stats
 	if warn == nil {
 		warn = func(string) {}
 	}
+	w := warn
+	out, st, err := rewrite(name, data, rf, presets, func(msg string) { w(elfobj.Printable(msg)) })
+	return out, st, elfobj.PrintableError(err)
+}
+
+func rewrite(name string, data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
+	var st Stats
 	f, err := elfobj.Read(data)
 	if err != nil {
 		return nil, st, err
