@@ -130,3 +130,34 @@ func TestArchiveInputs(t *testing.T) {
 		}
 	}
 }
+
+// An archive member that is LTO IR fails the rewrite (linked, it would be
+// code without instrumentation); a member that is no object at all is kept
+// with a warning.
+func TestArchiveOddMembers(t *testing.T) {
+	testutil.Need(t, "clang", "ar")
+	dir := t.TempDir()
+	plain := testutil.Compile(t, dir, "clang", "../../testdata/src/loops.c", "-O1")
+	bitcode := testutil.Compile(t, dir, "clang", "../../testdata/src/kitchen.c", "-O2", "-flto")
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("not an object\n"), 0o644)
+	for _, tt := range []struct {
+		members []string
+		status  int
+		stderr  string
+	}{
+		{[]string{plain, bitcode}, 1, "member " + filepath.Base(bitcode) + ": LTO object (LLVM bitcode): compile with -fno-lto"},
+		{[]string{notes, plain}, 0, "(notes.txt): warning: not an ELF object"},
+	} {
+		lib := filepath.Join(dir, "lib.a")
+		os.Remove(lib)
+		if out, err := exec.Command("ar", append([]string{"rcs", lib}, tt.members...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ar: %v %s", err, out)
+		}
+		var out, errb bytes.Buffer
+		st := run([]string{"-p", "pad", lib, filepath.Join(dir, "out.a")}, &out, &errb)
+		if st != tt.status || !strings.Contains(errb.String(), tt.stderr) {
+			t.Errorf("%v: status %d, stderr %q; want %d and %q", tt.members, st, errb.String(), tt.status, tt.stderr)
+		}
+	}
+}

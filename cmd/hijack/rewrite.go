@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hijack/archive"
+	"hijack/elfobj"
 	"hijack/internal/atomicfile"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
@@ -129,12 +130,17 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 			defer wg.Done()
 			ps := presets()
 			for i := range work {
-				if !bytes.HasPrefix(ms[i].Data, []byte("\x7fELF")) {
+				member := fmt.Sprintf("%s(%s)", filepath.Base(name), ms[i].Name)
+				d, st, err := rewrite.Rewrite(member, ms[i].Data, rf, ps, warnFor(member))
+				if err != nil && !bytes.HasPrefix(ms[i].Data, []byte("\x7fELF")) && !errors.Is(err, elfobj.ErrLTO) {
+					// A member that is no object at all (a data
+					// file some build put there) is kept as it is;
+					// LTO IR (LLVM bitcode) is not: linked, it
+					// would be code without instrumentation.
+					warnFor(member)(fmt.Sprintf("not an ELF object (%v): kept unchanged", err))
 					results[i] = result{data: ms[i].Data}
 					continue
 				}
-				member := fmt.Sprintf("%s(%s)", filepath.Base(name), ms[i].Name)
-				d, st, err := rewrite.Rewrite(member, ms[i].Data, rf, ps, warnFor(member))
 				results[i] = result{d, st, err}
 			}
 		}()
