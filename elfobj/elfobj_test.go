@@ -41,6 +41,20 @@ func objects(t *testing.T) []string {
 	return objs
 }
 
+// readObject reads an object file and parses it.
+func readObject(t *testing.T, path string) ([]byte, *elfobj.File) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfobj.Read(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return data, f
+}
+
 // sameContents compares everything Write must preserve.
 func sameContents(a, b *elfobj.File) error {
 	if len(a.Sections) != len(b.Sections) {
@@ -109,11 +123,7 @@ func TestLinkAfterRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ cc, src string }{{"gcc", "kitchen.c"}, {"g++", "cxx.cpp"}} {
 		obj := testutil.Compile(t, dir, c.cc, "../testdata/src/"+c.src, "-O2")
-		data, _ := os.ReadFile(obj)
-		f, err := elfobj.Read(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, f := readObject(t, obj)
 		out, err := f.Write()
 		if err != nil {
 			t.Fatal(err)
@@ -336,14 +346,7 @@ int big __attribute__((aligned(1 << 24))) = 42;
 char tail[3] = "ok";
 int main(void) { printf("%d %s %d\n", big, tail, (int)((uintptr_t)&big % (1 << 24))); return 0; }
 `, "-O2", "-fdata-sections")
-	data, err := os.ReadFile(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, f := readObject(t, obj)
 	out, err := f.Write()
 	if err != nil {
 		t.Fatal(err)
@@ -368,15 +371,7 @@ int main(void) { printf("%d %s %d\n", big, tail, (int)((uintptr_t)&big % (1 << 2
 
 // TestWriteLimit: Write refuses to allocate past MaxSize.
 func TestWriteLimit(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile(testutil.Compile(t, dir, "gcc", "../testdata/src/kitchen.c", "-O2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, f := readObject(t, testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/kitchen.c", "-O2"))
 	if f.MaxSize != elfobj.OutputLimit(len(data)) {
 		t.Fatalf("MaxSize %d, want %d", f.MaxSize, elfobj.OutputLimit(len(data)))
 	}
@@ -469,14 +464,10 @@ int main() { std::printf("%d %d\n", twice(3), counter(4)); return 0; }
 		{"LTO IR", fat, func(s *elfobj.Section) bool { return elfobj.IsLTOSection(s.Name) }, "", "[_ZZ7counteriE1n] .bss._ZZ7counteriE1n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data, _ := os.ReadFile(tc.obj)
-			f, err := elfobj.Read(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data, f := readObject(t, tc.obj)
 			before, _ := f.Write()
 			orig, _ := elfobj.Read(data)
-			err = f.RemoveSections(tc.drop, nil)
+			err := f.RemoveSections(tc.drop, nil)
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("error %v, want %q", err, tc.err)
