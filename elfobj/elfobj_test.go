@@ -273,9 +273,11 @@ func TestBadInput(t *testing.T) {
 	shoff := int(binary.LittleEndian.Uint64(good[40:]))
 	f, _ := elfobj.Read(good)
 	sh := func(i, field int) int { return shoff + i*64 + field }
-	var symtab, rela int
+	var symtab, rela, bss int
 	for i, s := range f.Sections {
 		switch s.Type {
+		case elf.SHT_NOBITS:
+			bss = i
 		case elf.SHT_SYMTAB:
 			symtab = i
 		case elf.SHT_RELA:
@@ -313,6 +315,7 @@ func TestBadInput(t *testing.T) {
 		// The writer padded the file to these (out of memory, makeslice).
 		{"alignment 2^40", corrupt(good, sh(1, 48), 8, 1<<40), "alignment 2^40 is larger than any toolchain produces"},
 		{"alignment 2^63", corrupt(good, sh(symtab, 48), 8, 1<<63), "alignment 2^63"},
+		{"bss size", corrupt(good, sh(bss, 32), 8, 1<<60), "(.tbss): size 0x1000000000000000 is larger than the x86-64 address space"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

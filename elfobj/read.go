@@ -19,6 +19,10 @@ const (
 	// ("exceeds object file maximum") and LLVM above 2^32; a larger value
 	// is a corrupt header, and alignments drive the writer's layout.
 	maxAlign = 1 << 32
+	// maxNobits bounds the size of SHT_NOBITS sections: x86-64 user
+	// space has 2^47 bytes, and sizes beyond overflow the arithmetic of
+	// whoever adds offsets to them.
+	maxNobits = 1 << 47
 )
 
 var le = binary.LittleEndian
@@ -254,6 +258,9 @@ func (f *File) checkSection(i int, s *Section) error {
 	}
 	if s.Align > maxAlign {
 		return fmt.Errorf("alignment 2^%d is larger than any toolchain produces (at most 2^32)", bits.TrailingZeros64(s.Align))
+	}
+	if s.Type == elf.SHT_NOBITS && s.Size > maxNobits {
+		return fmt.Errorf("size 0x%x is larger than the x86-64 address space", s.Size)
 	}
 	switch s.Type {
 	case elf.SHT_RELA:

@@ -111,12 +111,16 @@ func TestMarker(t *testing.T) {
 	if _, _, err := rewrite.Rewrite("merged.o", md, padRules(t), allPresets(), nil); err == nil || !strings.Contains(err.Error(), "(presets: pad, clobber)") {
 		t.Errorf("ld -r of two rewritten objects: %v", err)
 	}
-	// readelf -n shows the notes, in the object and in a linked program,
-	// and the program runs as before.
-	prog := filepath.Join(dir, "prog")
+	// readelf -n shows the notes, in the object and in linked programs
+	// (also from the ld -r output), which run as before.
+	prog, progMerged := filepath.Join(dir, "prog"), filepath.Join(dir, "prog-merged")
 	testutil.Link(t, "gcc", prog, pad)
+	testutil.Link(t, "gcc", progMerged, merged)
 	testutil.Link(t, "gcc", prog+"-orig", obj)
-	for _, p := range []string{merged, prog} {
+	if a, b := testutil.Run(10*time.Second, prog+"-orig"), testutil.Run(10*time.Second, progMerged); a != b || a.Exit != 0 {
+		t.Errorf("program linked from the ld -r output: %+v, want %+v", b, a)
+	}
+	for _, p := range []string{merged, prog, progMerged} {
 		out, err := exec.Command("readelf", "-nW", p).CombinedOutput()
 		if err != nil || strings.Count(string(out), "hijack ") < 1 || strings.Contains(string(out), "readelf:") {
 			t.Errorf("readelf -n %s: %v\n%s", filepath.Base(p), err, out)
