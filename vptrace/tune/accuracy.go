@@ -3,7 +3,6 @@ package tune
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -170,22 +169,54 @@ type Accuracy struct {
 // changes got's pages), matches again on the aligned pages until the
 // matching no longer changes, and counts the (thread, page) pairs the two
 // runs agree on.
+//
+// The first matching looks only at the executable image's pages (at the
+// same addresses in both runs), names and creation order: other memory
+// may have moved, another thread's mapping may even sit where this one's
+// was. Where the image's pages do not tell threads apart, creation order
+// may pair a thread with the wrong counterpart (a build that traces
+// nothing of one thread shifts the others by one), so a second start
+// also weighs how alike the threads' other memory is (shapes); the
+// start that ends with more pairs in common wins.
 func Compare(ref, got *RunTrace) Accuracy {
 	orig := make([]map[uint64]uint64, len(got.Threads))
 	for j, t := range got.Threads {
 		orig[j] = t.Pages
 	}
-	// The first matching looks only at the executable image's pages (at
-	// the same addresses in both runs), names and creation order: other
-	// memory may have moved, another thread's mapping may even sit where
-	// this one's was.
-	m := Match(imageOnly(ref), imageOnly(got))
+	ri, gi := imageOnly(ref), imageOnly(got)
+	starts := [][]int{Match(ri, gi)}
+	if m := matchWith(ri, gi, shapes(ref, got)); !slices.Equal(m, starts[0]) {
+		starts = append(starts, m)
+	}
+	var best Accuracy
+	var bestPages []map[uint64]uint64
+	var bestShifted, bestUnshifted int
+	for k, m := range starts {
+		if k > 0 && best.Hits == best.Pairs {
+			break // every pair of the run found: no start can do better
+		}
+		a := compareFrom(ref, got, orig, m)
+		if k == 0 || a.Hits > best.Hits {
+			best, bestShifted, bestUnshifted = a, got.Shifted, got.Unshifted
+			bestPages = bestPages[:0]
+			for _, t := range got.Threads {
+				bestPages = append(bestPages, t.Pages)
+			}
+		}
+	}
+	for j, t := range got.Threads {
+		t.Pages = bestPages[j]
+	}
+	got.Shifted, got.Unshifted = bestShifted, bestUnshifted
+	return best
+}
+
+// compareFrom aligns and matches from matching m until the matching no
+// longer changes (got's pages start from orig every time) and counts.
+func compareFrom(ref, got *RunTrace, orig []map[uint64]uint64, m []int) Accuracy {
 	for iter := 0; ; iter++ {
 		for j, t := range got.Threads {
-			t.Pages = orig[j]
-			if iter > 0 {
-				t.Pages = maps.Clone(orig[j])
-			}
+			t.Pages = orig[j] // Align replaces the maps, it does not change them
 		}
 		Align(ref, got, m)
 		m2 := Match(ref.Threads, got.Threads)
@@ -194,6 +225,11 @@ func Compare(ref, got *RunTrace) Accuracy {
 		}
 		m = m2
 	}
+	return count(ref, got, m)
+}
+
+// count compares the runs' pages under matching m.
+func count(ref, got *RunTrace, m []int) Accuracy {
 	var a Accuracy
 	a.Threads = len(ref.Threads)
 	var errSum, refSum float64
@@ -272,6 +308,54 @@ func imageOnly(rt *RunTrace) []*ThreadPages {
 	return out
 }
 
+// shapes returns how alike the memory outside the executable image of
+// two runs' threads is, in [0, 1): the sizes of their runs of
+// contiguous pages, largest with largest, overlap. A build that traces
+// only some threads (a high threshold leaves a thread's code out) must
+// not shift every other thread's counterpart by one: its first thread
+// is like a worker of the reference, not like its main thread.
+func shapes(ref, got *RunTrace) func(i, j int) float64 {
+	sizes := func(rt *RunTrace) [][]uint64 {
+		out := make([][]uint64, len(rt.Threads))
+		for i, t := range rt.Threads {
+			var ps []uint64
+			for pg := range t.Pages {
+				if pg < rt.ImageLo || pg >= rt.ImageHi {
+					ps = append(ps, pg)
+				}
+			}
+			slices.Sort(ps)
+			var runs []uint64
+			for k, pg := range ps {
+				if k > 0 && pg == ps[k-1]+1 {
+					runs[len(runs)-1]++
+					continue
+				}
+				runs = append(runs, 1)
+			}
+			slices.SortFunc(runs, func(a, b uint64) int { return cmp.Compare(b, a) })
+			out[i] = runs[:min(len(runs), shapeRuns)]
+		}
+		return out
+	}
+	rs, gs := sizes(ref), sizes(got)
+	var top uint64
+	sim := make([][]uint64, len(rs))
+	for i, r := range rs {
+		sim[i] = make([]uint64, len(gs))
+		for j, g := range gs {
+			for k := 0; k < len(r) && k < len(g); k++ {
+				sim[i][j] += min(r[k], g[k])
+			}
+			top = max(top, sim[i][j])
+		}
+	}
+	return func(i, j int) float64 { return float64(sim[i][j]) / float64(top+1) }
+}
+
+// shapeRuns: how many of a thread's largest runs of pages shapes compares.
+const shapeRuns = 32
+
 func ratio(a, b int) float64 {
 	if b == 0 {
 		return math.NaN()
@@ -296,7 +380,12 @@ func ratio(a, b int) float64 {
 // Threads left over (different names, or more threads in one run) are
 // then matched the same way regardless of name. m[i] is the index in got
 // of ref[i]'s counterpart, or -1.
-func Match(ref, got []*ThreadPages) []int {
+func Match(ref, got []*ThreadPages) []int { return matchWith(ref, got, nil) }
+
+// matchWith is Match with a tie-break for equal numbers of common pages:
+// more similar threads (sim(i, j) in [0, 1), higher is more similar) pair
+// first, before creation order decides.
+func matchWith(ref, got []*ThreadPages, sim func(i, j int) float64) []int {
 	m := make([]int, len(ref))
 	for i := range m {
 		m[i] = -1
@@ -328,7 +417,7 @@ func Match(ref, got []*ThreadPages) []int {
 	}
 	for _, k := range order {
 		g := groups[k]
-		assign(ref, got, g[0], g[1], m, usedG)
+		assign(ref, got, g[0], g[1], m, usedG, sim)
 	}
 	var ri, gi []int
 	for i := range ref {
@@ -342,7 +431,7 @@ func Match(ref, got []*ThreadPages) []int {
 		}
 	}
 	if len(ri) > 0 && len(gi) > 0 {
-		assign(ref, got, ri, gi, m, usedG)
+		assign(ref, got, ri, gi, m, usedG, sim)
 	}
 	return m
 }
@@ -352,7 +441,7 @@ func Match(ref, got []*ThreadPages) []int {
 const maxAssign = 256
 
 // assign pairs ref[ri] with got[gi] (both in creation order).
-func assign(ref, got []*ThreadPages, ri, gi []int, m []int, usedG []bool) {
+func assign(ref, got []*ThreadPages, ri, gi []int, m []int, usedG []bool, sim func(i, j int) float64) {
 	if len(ri) == 0 || len(gi) == 0 {
 		return
 	}
@@ -379,9 +468,12 @@ func assign(ref, got []*ThreadPages, ri, gi []int, m []int, usedG []bool) {
 			if transpose {
 				i, j = c, r
 			}
-			common := overlap(ref[ri[i]].Pages, got[gi[j]].Pages)
+			common := float64(overlap(ref[ri[i]].Pages, got[gi[j]].Pages))
+			if sim != nil {
+				common += 0.5 * sim(ri[i], gi[j])
+			}
 			d := float64(i-j) / float64(max(n, mm))
-			cost[r][c] = -float64(common) + 1e-3*math.Abs(d)
+			cost[r][c] = -common + 1e-4*math.Abs(d)
 		}
 	}
 	col := hungarian(cost)

@@ -80,7 +80,7 @@ func Align(ref, got *RunTrace, m []int) int {
 			}
 		}
 	}
-	got.Unshifted = len(gotThr)
+	got.Shifted, got.Unshifted = 0, len(gotThr)
 	if len(refThr) == 0 || len(gotThr) == 0 {
 		return 0
 	}

@@ -218,6 +218,29 @@ func TestCompareHeapLayouts(t *testing.T) {
 	}
 }
 
+// TestCompareThreadLeftOut: a build that traces nothing of the main
+// thread (T=1 leaves its code out) has one thread less; with no pages in
+// the image to tell threads apart, creation order alone would pair the
+// first worker with the main thread and every worker with the next one.
+func TestCompareThreadLeftOut(t *testing.T) {
+	const arena = 0x4000
+	refP := [][]uint64{span(0x7ffff7000, 10)} // the main thread's block
+	var gotP [][]uint64
+	for k := uint64(0); k < 4; k++ {
+		nodes := span(0x7fff00000+k*arena, 40)
+		refP = append(refP, append(cp(nodes), span(0x7ffe00000+k*70, 65)...))
+		// the run traces the nodes only; its arenas in another order
+		gotP = append(gotP, span(0x7fff00000+(3-k)*arena+0x27, 40))
+	}
+	ref, got := run(refP...), run(gotP...)
+	ref.ImageLo, ref.ImageHi = 0x555555000, 0x555556000
+	got.ImageLo, got.ImageHi = ref.ImageLo, ref.ImageHi
+	a := Compare(ref, got)
+	if want := float64(4*40) / float64(10+4*105); a.Precision != 1 || math.Abs(a.Recall-want) > 1e-9 {
+		t.Fatalf("recall %v precision %v, want %v 1", a.Recall, a.Precision, want)
+	}
+}
+
 func TestCompareIdentical(t *testing.T) {
 	ref := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
 	got := run(span(0x7ffff0000, 20), span(0x7ffff0100, 20))
