@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -73,21 +74,17 @@ func cmdTune(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.BoolP("quiet", "q", false, "no progress")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(tuneSingleDash(args)); err != nil {
-		fmt.Fprintf(stderr, "hijack tune: %v (see hijack tune --help)\n", err)
-		return 2
+		return usageError(stderr, "tune", "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, tuneUsage)
-		return 0
+		return exitOK
 	}
 	if fs.NArg() == 0 && o.Link == "" && o.Run == "" {
 		fmt.Fprint(stderr, tuneUsage)
-		return 2
+		return exitUsage
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "hijack tune: "+format+" (see hijack tune --help)\n", a...)
-		return 2
-	}
+	usageErr := func(format string, a ...any) int { return usageError(stderr, "tune", format, a...) }
 	if fs.NArg() == 0 {
 		return usageErr("no objects to instrument")
 	}
@@ -109,19 +106,28 @@ func cmdTune(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := tune.Run(ctx, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "hijack tune: %s\n", oneLine(err.Error()))
-		return 1
+	var ue *tune.UsageError
+	switch {
+	case errors.As(err, &ue):
+		return usageErr("%s", ue.Msg)
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "hijack: tune: interrupted; no results written")
+		return exitFailure
+	case err != nil:
+		// errors name the user's file (object, runtime, rules file, output
+		// directory) or the configuration and command that failed
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+		return exitFailure
 	}
 	printTune(stdout, rep)
 	if *quiet {
 		for _, msg := range rep.Warnings {
-			fmt.Fprintf(stderr, "hijack tune: warning: %s\n", msg)
+			fmt.Fprintf(stderr, "hijack: tune: warning: %s\n", msg)
 		}
 	} else {
 		fmt.Fprintf(stderr, "hijack tune: done in %s; wrote %s\n", rep.Elapsed.Round(time.Second), strings.Join(rep.Files, ", "))
 	}
-	return 0
+	return exitOK
 }
 
 // defaultRuntime is libvptrace.a next to the hijack executable (make build

@@ -211,19 +211,28 @@ func TestTuneErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--link", "cc {objs} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out, obj}, 1, "want {rt}"},
-		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "true", "--runtime", rt, "--out", out, obj}, 1, "want {out}"},
-		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--pagesize", "3K", "--out", out, obj}, 1, "power of two"},
+		// options: usage errors
+		{[]string{"--link", "cc {objs} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out, obj}, 2, "want {rt}"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "true", "--runtime", rt, "--out", out, obj}, 2, "want {out}"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--pagesize", "3K", "--out", out, obj}, 2, "power of two"},
 		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--threshold", "0,x", obj}, 2, "bad number"},
-		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--reps", "0", "--out", out, obj}, 1, "--reps"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--reps", "0", "--out", out, obj}, 2, "--reps"},
 		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out}, 2, "no objects"},
-		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", filepath.Join(dir, "none.a"), "--out", out, obj}, 1, "runtime"},
-		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out, "--aslr", obj}, 1, "x.o: file format not recognized"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--param", "bogus=1", "--out", out, obj}, 2, "--param"},
 		{[]string{"--bogus"}, 2, "unknown flag"},
+		// inputs: the user's file named
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", filepath.Join(dir, "none.a"), "--out", out, obj}, 1,
+			filepath.Join(dir, "none.a") + ": vptrace runtime not found"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out, filepath.Join(dir, "gone.o")}, 1,
+			filepath.Join(dir, "gone.o") + ": no such file"},
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--rules", filepath.Join(dir, "r.yaml"), "--out", out, obj}, 1,
+			filepath.Join(dir, "r.yaml") + ": no such file"},
+		// the uninstrumented build is linked first: the linker names x.o
+		{[]string{"--link", "cc {objs} {rt} -o {out}", "--run", "{out}", "--runtime", rt, "--out", out, "--aslr", obj}, 1, "x.o: file format not recognized"},
 	} {
 		code, stdout, stderr := runTune(t, append([]string{"-q"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(stderr, "hijack tune: ") || !strings.Contains(stderr, tc.want) {
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(stderr, "hijack: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d (want %d), stderr %q (want one line with %q), stdout %q", tc.args, code, tc.code, stderr, tc.want, stdout)
 		}
 	}

@@ -217,12 +217,13 @@ func objectSites(path string) (sites, blocks int, err error) {
 	return n, len(seen), nil
 }
 
-func readFile(path string) ([]byte, error) {
+// readFile reads path; its errors name the file as the user gave it.
+func readFile(path, name string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %v", path, pe.Err)
+			return nil, fmt.Errorf("%s: %v", name, pe.Err)
 		}
 	}
 	return data, err

@@ -139,38 +139,38 @@ type build struct {
 
 func newExperiment(o Options) (*experiment, error) {
 	if len(o.Objects) == 0 {
-		return nil, errors.New("no objects to instrument")
+		return nil, usageErr("no objects to instrument")
 	}
 	if o.Link == "" || o.Run == "" {
-		return nil, errors.New("need a link command (--link) and a run command (--run)")
+		return nil, usageErr("need a link command (--link) and a run command (--run)")
 	}
 	if !strings.Contains(o.Link, "{objs}") || !strings.Contains(o.Link, "{out}") {
-		return nil, fmt.Errorf("link command %q: want {objs} and {out} in it (and {rt} for the runtime)", o.Link)
+		return nil, usageErr("link command %q: want {objs} and {out} in it (and {rt} for the runtime)", o.Link)
 	}
 	if !strings.Contains(o.Link, "{rt}") {
-		return nil, fmt.Errorf("link command %q: want {rt} where the vptrace runtime goes", o.Link)
+		return nil, usageErr("link command %q: want {rt} where the vptrace runtime goes", o.Link)
 	}
 	if !strings.Contains(o.Run, "{out}") {
-		return nil, fmt.Errorf("run command %q: want {out} (the program) in it", o.Run)
+		return nil, usageErr("run command %q: want {out} (the program) in it", o.Run)
 	}
 	if o.Reps < 1 {
-		return nil, errors.New("--reps must be at least 1")
+		return nil, usageErr("--reps must be at least 1")
 	}
 	if len(o.Thresholds) == 0 || len(o.PageSizes) == 0 {
-		return nil, errors.New("no thresholds or no page sizes")
+		return nil, usageErr("no thresholds or no page sizes")
 	}
 	for _, t := range o.Thresholds {
 		if t < 0 || t > 1 {
-			return nil, fmt.Errorf("threshold %g out of [0,1]", t)
+			return nil, usageErr("threshold %g out of [0,1]", t)
 		}
 	}
 	for _, h := range o.PageSizes {
 		if h < 16 || h > 1<<30 || h&(h-1) != 0 {
-			return nil, fmt.Errorf("page size %d: want a power of two from 16 to 1G", h)
+			return nil, usageErr("page size %d: want a power of two from 16 to 1G", h)
 		}
 	}
 	if o.Out == "" {
-		return nil, errors.New("no output directory (--out)")
+		return nil, usageErr("no output directory (--out)")
 	}
 	if o.Presets == nil {
 		o.Presets = func() rewrite.Presets { return rewrite.Presets{"vptrace": vptrace.New()} }
@@ -189,17 +189,21 @@ func newExperiment(o Options) (*experiment, error) {
 		}
 	}
 	if _, err := os.Stat(e.abs(o.Runtime)); o.Runtime == "" || err != nil {
-		return nil, fmt.Errorf("vptrace runtime %q not found (make build writes bin/libvptrace.a; or give --runtime)", o.Runtime)
+		return nil, fmt.Errorf("%s: vptrace runtime not found (make build writes bin/libvptrace.a; or give --runtime)", orDot(o.Runtime))
 	}
 	if o.Rules != "" {
-		if e.rulesData, err = readFile(e.abs(o.Rules)); err != nil {
+		if e.rulesData, err = readFile(e.abs(o.Rules), o.Rules); err != nil {
 			return nil, err
 		}
 	}
-	// Check every configuration's rules before building anything.
+	// Check every configuration's rules before building anything: errors
+	// of a rules file name it; without one, they are in --param.
 	for _, c := range e.configs() {
 		if _, err := rulesFor(c, o.Rules, e.rulesData, o.Params); err != nil {
-			return nil, fmt.Errorf("%s: %v", c, err)
+			if o.Rules == "" {
+				return nil, usageErr("--param: %v", err)
+			}
+			return nil, fmt.Errorf("%v (for %s)", err, c)
 		}
 	}
 	switch {
@@ -226,6 +230,14 @@ func newExperiment(o Options) (*experiment, error) {
 	}
 	return e, nil
 }
+
+// UsageError is an error in the options, not in the inputs or the runs
+// (hijack tune exits with the usage status).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usageErr(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
 
 func orDot(s string) string {
 	if s == "" {
@@ -357,7 +369,7 @@ func (e *experiment) instrument(c Config) (*build, error) {
 	seen := map[string]int{}
 	ps := e.o.Presets()
 	for _, in := range e.o.Objects {
-		data, err := readFile(e.abs(in))
+		data, err := readFile(e.abs(in), in)
 		if err != nil {
 			return nil, err
 		}
@@ -371,7 +383,7 @@ func (e *experiment) instrument(c Config) (*build, error) {
 			e.warn(fmt.Sprintf("%s: %s", in, oneLine(msg)))
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %v", c, in, oneLine(err.Error()))
+			return nil, fmt.Errorf("%s: %s (instrumenting for %s)", in, strings.TrimPrefix(oneLine(err.Error()), name+": "), c)
 		}
 		path := filepath.Join(dir, outName)
 		if err := os.WriteFile(path, out, 0o644); err != nil {
