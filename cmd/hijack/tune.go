@@ -151,16 +151,41 @@ func printTune(w io.Writer, rep *tune.Report) {
 		}
 		return fmt.Sprintf("%.*f", prec, x)
 	}
+	var none, some bool
 	for _, r := range rep.Results {
 		t, h := f(r.Config.Threshold, 2), rules.FormatSize(r.Config.PageSize)
 		if r.Config.Exact {
 			t, h = "exact", "-"
 		}
+		// accuracy over the runs whose comparison counts: n/c when
+		// none does, a * when some do not
+		acc := func(xs []float64, prec int) string {
+			switch {
+			case r.Unstable() > 0 && r.Compared() == 0:
+				none = true
+				return "n/c"
+			case r.Unstable() > 0:
+				some = true
+				return f(tune.Median(r.Comparable(xs)), prec) + "*"
+			}
+			return f(tune.Median(xs), prec)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t, h, r.Sites, r.Blocks,
 			f(tune.Median(r.Plain), 4), f(tune.Median(r.Inst), 4), f(r.Slowdown(), 2),
-			f(tune.Median(r.Recall), 4), f(tune.Median(r.Precision), 4), f(tune.Median(r.CountError), 3))
+			acc(r.Recall, 4), acc(r.Precision, 4), acc(r.CountError, 3))
 	}
 	tw.Flush()
+	switch {
+	case none && (rep.FloorRecall < tune.StableBar || rep.FloorPrecision < tune.StableBar):
+		fmt.Fprintf(w, "n/c: not comparable: runs of the same exact build differ (recall %s, precision %s against each other; want %g): "+
+			"the program's memory layout or its threads' work changes from run to run; no recall or precision\n",
+			f(rep.FloorRecall, 4), f(rep.FloorPrecision, 4), tune.StableBar)
+	case none:
+		fmt.Fprintln(w, "n/c: not comparable: the runs' pages differ by more than what the builds trace (see the warning; runs.csv, layout_stable 0); no recall or precision")
+	}
+	if some {
+		fmt.Fprintln(w, "*: over the runs that compare; the others had pages the reference never touched (see the warning; runs.csv, layout_stable 0)")
+	}
 }
 
 // tuneSingleDash accepts -link, -run, ... like --link.

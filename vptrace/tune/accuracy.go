@@ -3,6 +3,7 @@ package tune
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -145,6 +146,18 @@ func LoadRun(paths []string, l *Layout, ref *RunTrace) (*RunTrace, error) {
 		rt.Threads = append(rt.Threads, ths...)
 	}
 	return rt, nil
+}
+
+// clone copies rt with its own page maps (Compare changes got's).
+func (rt *RunTrace) clone() *RunTrace {
+	c := *rt
+	c.Threads = make([]*ThreadPages, len(rt.Threads))
+	for i, t := range rt.Threads {
+		ct := *t
+		ct.Pages = maps.Clone(t.Pages)
+		c.Threads[i] = &ct
+	}
+	return &c
 }
 
 // Accuracy compares a run's trace with the reference run's.

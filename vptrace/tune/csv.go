@@ -34,13 +34,21 @@ import (
 //	trace_mb             trace size, MB (median)
 //	shifted              fraction of heap/mmap pages Align had to move (median)
 //	output_differs       runs whose output differed from the uninstrumented build's
+//	layout_stable        1: every comparison of this configuration counts; 0: some
+//	                     do not: the runs' pages differed beyond what tune lines up
+//	                     (address-space layout, which thread used which memory);
+//	                     the accuracy columns are over the others, empty if none
+//	compared             runs whose comparison counts
 var Columns = []string{"threshold", "pagesize", "slowdown", "recall", "precision", "count_error", "blocks", "sites",
 	"plain_median_s", "inst_median_s", "reps", "mode", "slowdown_q1", "slowdown_q3", "recall_min", "precision_min",
-	"page_recall", "plain_cpu_s", "inst_cpu_s", "cpu_slowdown", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs"}
+	"page_recall", "plain_cpu_s", "inst_cpu_s", "cpu_slowdown", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs", "layout_stable", "compared"}
 
-// RunColumns are the columns of runs.csv, one row per repetition.
+// RunColumns are the columns of runs.csv, one row per repetition: those
+// of results.csv for one run, and self_recall, self_precision (the run
+// against the first run of the same build, whose agreement judge checks)
+// and layout_stable (whether the run's comparison counts).
 var RunColumns = []string{"threshold", "pagesize", "mode", "rep", "plain_s", "inst_s", "plain_cpu_s", "inst_cpu_s",
-	"recall", "precision", "count_error", "page_recall", "pairs", "ref_pairs", "events", "drops", "trace_bytes", "shifted"}
+	"recall", "precision", "count_error", "page_recall", "pairs", "ref_pairs", "events", "drops", "trace_bytes", "shifted", "self_recall", "self_precision", "layout_stable"}
 
 // Write writes results.csv, runs.csv and the plots into dir and returns
 // the files' paths.
@@ -110,13 +118,25 @@ func WriteCSV(w io.Writer, rs []*Result) error {
 		if c.Exact {
 			t, h = "0", "0"
 		}
-		cw.Write([]string{t, h, ff(r.Slowdown(), 4), ff(Median(r.Recall), 5), ff(Median(r.Precision), 5),
-			ff(Median(r.CountError), 5), strconv.Itoa(r.Blocks), strconv.Itoa(r.Sites),
+		// accuracy over the comparable runs; empty, not NaN, when there
+		// were comparisons and none counts
+		acc := func(agg func([]float64) float64, xs []float64) string {
+			if r.Compared() == 0 && r.Unstable() > 0 {
+				return ""
+			}
+			return ff(agg(r.Comparable(xs)), 5)
+		}
+		stable := "1"
+		if r.Unstable() > 0 {
+			stable = "0"
+		}
+		cw.Write([]string{t, h, ff(r.Slowdown(), 4), acc(Median, r.Recall), acc(Median, r.Precision),
+			acc(Median, r.CountError), strconv.Itoa(r.Blocks), strconv.Itoa(r.Sites),
 			ff(Median(r.Plain), 6), ff(Median(r.Inst), 6), strconv.Itoa(len(r.Inst)), mode(c),
-			ff(q1, 4), ff(q3, 4), ff(Min(r.Recall), 5), ff(Min(r.Precision), 5), ff(Median(r.PageRecall), 5),
+			ff(q1, 4), ff(q3, 4), acc(Min, r.Recall), acc(Min, r.Precision), acc(Median, r.PageRecall),
 			ff(Median(r.PlainCPU), 6), ff(Median(r.InstCPU), 6), ff(Median(r.InstCPU)/Median(r.PlainCPU), 4), ff(medianInts(r.Pairs), 0), ff(medianInts(r.RefPairs), 0),
 			ff(medianInts(r.Events), 0), ff(medianInts(r.Drops), 0), ff(medianInts(r.TraceBytes)/1e6, 3),
-			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers)})
+			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers), stable, strconv.Itoa(r.Compared())})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -155,10 +175,14 @@ func WriteRunsCSV(w io.Writer, rs []*Result) error {
 			if i < len(r.TraceBytes) {
 				tb = strconv.FormatInt(r.TraceBytes[i], 10)
 			}
+			stable := "1"
+			if i < len(r.Stable) && !r.Stable[i] {
+				stable = "0"
+			}
 			cw.Write([]string{t, h, mode(c), strconv.Itoa(i + 1), ff(at(r.Plain, i), 6), ff(at(r.Inst, i), 6),
 				ff(at(r.PlainCPU, i), 6), ff(at(r.InstCPU, i), 6), ff(at(r.Recall, i), 5), ff(at(r.Precision, i), 5),
 				ff(at(r.CountError, i), 5), ff(at(r.PageRecall, i), 5), geti(r.Pairs), geti(r.RefPairs),
-				getu(r.Events), getu(r.Drops), tb, ff(at(r.Shifted, i), 4)})
+				getu(r.Events), getu(r.Drops), tb, ff(at(r.Shifted, i), 4), ff(at(r.SelfRecall, i), 5), ff(at(r.SelfPrecision, i), 5), stable})
 		}
 	}
 	cw.Flush()

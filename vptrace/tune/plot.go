@@ -176,15 +176,27 @@ func OverheadPlot(rs []*Result, workload string) *gplot.Plot {
 // AccuracyPlot draws recall (solid) and precision (dashed) against T, one
 // colour per H.
 func AccuracyPlot(rs []*Result, workload string) *gplot.Plot {
-	p := newPlot("Accuracy: "+workload, "(thread, page) pairs vs. the exact reference", rs)
+	ylabel := "(thread, page) pairs vs. the exact reference"
+	compared, unstable := 0, 0
+	for _, r := range rs {
+		compared += r.Compared()
+		unstable += r.Unstable()
+	}
+	switch {
+	case unstable > 0 && compared == 0:
+		ylabel += " (none comparable: see the warning)"
+	case unstable > 0:
+		ylabel += fmt.Sprintf(" (%d runs not comparable, left out)", unstable)
+	}
+	p := newPlot("Accuracy: "+workload, ylabel, rs)
 	hs, byH, ref := series(rs)
 	for i, h := range hs {
 		for k, what := range []string{"recall", "precision"} {
 			var pts plotter.XYs
 			for _, r := range byH[h] {
-				v := Median(r.Recall)
+				v := Median(r.Comparable(r.Recall))
 				if k == 1 {
-					v = Median(r.Precision)
+					v = Median(r.Comparable(r.Precision))
 				}
 				if math.IsNaN(v) {
 					continue
@@ -204,7 +216,7 @@ func AccuracyPlot(rs []*Result, workload string) *gplot.Plot {
 		}
 	}
 	if ref != nil {
-		if v := Median(ref.Recall); !math.IsNaN(v) {
+		if v := Median(ref.Comparable(ref.Recall)); !math.IsNaN(v) {
 			hl := hline(v, color.Gray{Y: 90}, []vg.Length{vg.Points(2), vg.Points(2)})
 			p.Add(hl)
 			p.Legend.Add(fmt.Sprintf("run-to-run floor (recall %.3f)", v), hl)

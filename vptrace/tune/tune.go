@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,50 @@ type Result struct {
 	TraceBytes                                []int64
 	Shifted                                   []float64 // fraction of pages Align moved
 	OutputDiffers                             int       // runs whose output differed from the uninstrumented build's
+	// SelfRecall, SelfPrecision: per repetition, the run against the
+	// first run of the same build (NaN for the first); for the exact
+	// build, the same as Recall and Precision.
+	SelfRecall, SelfPrecision []float64
+	// Stable tells per repetition whether its comparison with the
+	// reference counts (see judge): false when the runs' address spaces,
+	// or what their threads did, differed beyond what Align lines up.
+	// Runs not compared (the reference run itself) are stable.
+	Stable []bool
+}
+
+// Comparable returns xs (a figure per repetition) with the figures of
+// runs whose comparison does not count replaced by NaN: medians and
+// minimums over it are over the comparable runs.
+func (r *Result) Comparable(xs []float64) []float64 {
+	out := slices.Clone(xs)
+	for i := range out {
+		if i < len(r.Stable) && !r.Stable[i] {
+			out[i] = math.NaN()
+		}
+	}
+	return out
+}
+
+// Unstable is the number of repetitions whose comparison does not count.
+func (r *Result) Unstable() int {
+	n := 0
+	for _, ok := range r.Stable {
+		if !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Compared is the number of repetitions whose comparison counts.
+func (r *Result) Compared() int {
+	n := 0
+	for i, x := range r.Recall {
+		if !math.IsNaN(x) && (i >= len(r.Stable) || r.Stable[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // Slowdown is median(instrumented) / median(uninstrumented) wall time.
@@ -97,8 +142,20 @@ type Report struct {
 	Warnings []string
 	Files    []string // what was written to Out
 	ASLR     string   // how runs were made comparable
+	// FloorRecall and FloorPrecision: the worst comparison of a further
+	// run of the exact build with its first (NaN: none).
+	FloorRecall, FloorPrecision float64
+	// Unstable: runs whose comparison does not count (see judge).
+	Unstable int
 	Elapsed  time.Duration
 }
+
+// StableBar is the least recall and precision that runs of one build
+// must reach against each other, and the least precision a run must
+// reach against the reference, for comparisons to count (the project's
+// accuracy bar, 99.5%; see judge). Below it, pages differ between runs
+// for reasons other than what a build traces.
+const StableBar = 0.995
 
 // Run runs an experiment.
 func Run(ctx context.Context, o Options) (*Report, error) {
@@ -135,6 +192,7 @@ type build struct {
 	exe    string
 	layout *Layout
 	res    *Result
+	first  *RunTrace // its first run, as loaded (not the exact build's: that is the reference)
 }
 
 func newExperiment(o Options) (*experiment, error) {
@@ -211,8 +269,8 @@ func newExperiment(o Options) (*experiment, error) {
 		e.rep.ASLR = "on (--aslr): heap and mmap pages are aligned between runs from the data (Align)"
 	default:
 		if err := checkNoASLR(); err != nil {
-			// Not fatal: Align may still line the runs up, and the
-			// run-to-run floor of the reference shows how well.
+			// Not fatal: Align may still line the runs up, and judge
+			// tells which comparisons count.
 			e.rep.ASLR = "on (it could not be turned off): heap and mmap pages are aligned between runs from the data (Align)"
 			e.warn(fmt.Sprintf("cannot turn address-space randomisation off (%v): runs keep it, pages of different runs may not compare", err))
 			break
@@ -315,15 +373,15 @@ func (e *experiment) run(ctx context.Context) (*Report, error) {
 		e.builds = append(e.builds, b)
 		e.rep.Results = append(e.rep.Results, b.res)
 	}
-	e.total = 1 + 2*len(e.builds)*e.o.Reps
+	e.total = 1 + 2*len(e.builds)*e.o.Reps + 2*(e.reps(e.builds[0])-e.o.Reps)
 	// a warm-up run of the uninstrumented build (caches, page cache)
-	if _, err := e.exec(ctx, e.plain, "warm-up", 0); err != nil {
+	if _, err := e.exec(ctx, e.plain, "warm-up", 0, 0); err != nil {
 		return nil, err
 	}
 	var ref *RunTrace
 	for _, b := range e.builds {
-		for rep := 1; rep <= e.o.Reps; rep++ {
-			pr, err := e.exec(ctx, e.plain, fmt.Sprintf("plain (for %s)", b.cfg), rep)
+		for rep := 1; rep <= e.reps(b); rep++ {
+			pr, err := e.exec(ctx, e.plain, fmt.Sprintf("plain (for %s)", b.cfg), rep, e.reps(b))
 			if err != nil {
 				return nil, err
 			}
@@ -337,7 +395,9 @@ func (e *experiment) run(ctx context.Context) (*Report, error) {
 				ref = ir.trace
 			}
 		}
+		b.first = nil // its runs are compared
 	}
+	e.judge()
 	e.rep.Elapsed = time.Since(e.start)
 	files, err := Write(e.abs(e.o.Out), e.rep, e.title())
 	e.rep.Files = files
@@ -345,6 +405,87 @@ func (e *experiment) run(ctx context.Context) (*Report, error) {
 		return e.rep, err
 	}
 	return e.rep, nil
+}
+
+// reps is the number of runs of a build: the exact build runs at least
+// twice, so that its runs' agreement (the floor) is known.
+func (e *experiment) reps(b *build) int {
+	if b.cfg.Exact {
+		return max(e.o.Reps, 2)
+	}
+	return e.o.Reps
+}
+
+// judge decides which comparisons count, and warns about those that do
+// not. The figures mean recall and precision of a build's tracing only
+// if the compared runs' pages differ by nothing but what the builds
+// trace. Three checks tell when they differ otherwise:
+//
+//   - the exact build runs at least twice: if its runs disagree beyond
+//     StableBar (recall or precision of one against the first), the
+//     program's layout or its threads' work changes from run to run
+//     beyond what Align lines up (threads sharing a malloc arena put their
+//     blocks in a different order every run), and no comparison counts;
+//   - the same for the runs of every other build against its first run:
+//     a build runs at another speed, and a program whose threads race
+//     for memory may be reproducible at one speed and not at another;
+//     none of that build's comparisons counts;
+//   - a run with pages the reference never touched (precision below
+//     StableBar): a build traces a subset of the exact build's accesses,
+//     so its pages elsewhere are memory that lay elsewhere; that run does
+//     not count.
+//
+// Runs that do not count keep their figures in runs.csv; results.csv
+// leaves them out of its medians (layout_stable 0) and leaves the
+// accuracy columns empty when no run of a configuration counts.
+func (e *experiment) judge() {
+	ref := e.builds[0].res
+	fr, fp := Min(ref.Recall), Min(ref.Precision)
+	e.rep.FloorRecall, e.rep.FloorPrecision = fr, fp
+	below := func(x float64) bool { return x < StableBar } // NaN: nothing to tell
+	floorOK := !below(fr) && !below(fp)
+	var selfBad, runsBad []string
+	for _, b := range e.builds {
+		r := b.res
+		sr, sp := Min(r.SelfRecall), Min(r.SelfPrecision)
+		selfOK := !below(sr) && !below(sp)
+		if floorOK && !selfOK {
+			selfBad = append(selfBad, fmt.Sprintf("%s (recall %.4f, precision %.4f)", b.cfg, sr, sp))
+		}
+		r.Stable = make([]bool, len(r.Recall))
+		var runs []string
+		for i, rc := range r.Recall {
+			p := r.Precision[i]
+			ok := math.IsNaN(rc) || floorOK && selfOK && !below(p)
+			r.Stable[i] = ok
+			if !ok {
+				e.rep.Unstable++
+			}
+			if floorOK && selfOK && !ok {
+				runs = append(runs, fmt.Sprintf("run %d: recall %.4f, precision %.4f", i+1, rc, p))
+			}
+		}
+		if len(runs) > 0 {
+			runsBad = append(runsBad, fmt.Sprintf("%s (%s)", b.cfg, strings.Join(runs, "; ")))
+		}
+	}
+	const where = "results.csv leaves those runs out of its medians (layout_stable 0; accuracy columns empty where no run counts), runs.csv has their figures"
+	if !floorOK {
+		e.warn(fmt.Sprintf("the comparison is not valid: two runs of the exact build agree on only %.1f%% of their (thread, page) pairs "+
+			"(worst of %d: recall %.4f, precision %.4f; want at least %g): the program's heap or mmap layout, or which thread uses which memory, "+
+			"changes from run to run beyond what tune can line up (e.g. threads sharing malloc arenas): no recall or precision; %s",
+			100*min(fr, fp), len(ref.Recall)-1, fr, fp, StableBar, where))
+		return
+	}
+	if len(selfBad) > 0 {
+		e.warn(fmt.Sprintf("the comparison is not valid for builds whose runs disagree with each other (worst against the build's first run: %s; want at least %g): "+
+			"at that build's speed the program's layout or its threads' work changes from run to run beyond what tune can line up; %s",
+			strings.Join(selfBad, ", "), StableBar, where))
+	}
+	if len(runsBad) > 0 {
+		e.warn(fmt.Sprintf("the comparison is not valid for runs with pages the reference never touched, their address spaces differ beyond what tune can line up: %s; %s",
+			strings.Join(runsBad, ", "), where))
+	}
 }
 
 func (e *experiment) title() string {
@@ -451,7 +592,7 @@ type runResult struct {
 }
 
 // exec runs a build once: wall-clock and CPU time.
-func (e *experiment) exec(ctx context.Context, b *build, what string, rep int) (runResult, error) {
+func (e *experiment) exec(ctx context.Context, b *build, what string, rep, of int) (runResult, error) {
 	r, _, err := e.execEnv(ctx, b, nil)
 	if err != nil {
 		return r, fmt.Errorf("%s, run %d: %v", what, rep, err)
@@ -459,7 +600,7 @@ func (e *experiment) exec(ctx context.Context, b *build, what string, rep int) (
 	e.done++
 	repStr := "      "
 	if rep > 0 {
-		repStr = fmt.Sprintf("%d/%d", rep, e.o.Reps)
+		repStr = fmt.Sprintf("%d/%d", rep, of)
 	}
 	e.logf("[%*d/%d] %-26s %-5s %8.4fs%s", width(e.total), e.done, e.total, what, repStr, r.wall, e.eta())
 	return r, nil
@@ -509,12 +650,29 @@ func (e *experiment) execTraced(ctx context.Context, b *build, rep int, ref *Run
 	res.TraceBytes = append(res.TraceBytes, rt.Bytes)
 	acc := Accuracy{Recall: math.NaN(), Precision: math.NaN(), CountError: math.NaN(), PageRecall: math.NaN()}
 	shifted := math.NaN()
+	self := Accuracy{Recall: math.NaN(), Precision: math.NaN()}
 	if ref != nil {
+		// a copy as loaded (Compare moves got's pages) for the
+		// comparison with the build's own first run
+		var mine *RunTrace
+		if !b.cfg.Exact {
+			mine = rt.clone()
+		}
 		acc = Compare(ref, rt)
 		if rt.Unshifted > 0 {
 			shifted = float64(rt.Shifted) / float64(rt.Unshifted)
 		}
+		switch {
+		case b.cfg.Exact:
+			self = acc // the reference is the exact build's first run
+		case b.first == nil:
+			b.first = mine
+		default:
+			self = Compare(b.first, mine)
+		}
 	}
+	res.SelfRecall = append(res.SelfRecall, self.Recall)
+	res.SelfPrecision = append(res.SelfPrecision, self.Precision)
 	res.Recall = append(res.Recall, acc.Recall)
 	res.Precision = append(res.Precision, acc.Precision)
 	res.CountError = append(res.CountError, acc.CountError)
@@ -537,7 +695,7 @@ func (e *experiment) execTraced(ctx context.Context, b *build, rep int, ref *Run
 	if n := len(res.Plain); n > 0 && res.Plain[n-1] > 0 {
 		slow = fmt.Sprintf(" x%.2f", r.wall/res.Plain[n-1])
 	}
-	e.logf("[%*d/%d] %-26s %d/%d   %8.4fs%s%s%s", width(e.total), e.done, e.total, b.cfg.String(), rep, e.o.Reps, r.wall, slow, accStr, e.eta())
+	e.logf("[%*d/%d] %-26s %d/%d   %8.4fs%s%s%s", width(e.total), e.done, e.total, b.cfg.String(), rep, e.reps(b), r.wall, slow, accStr, e.eta())
 	return r, nil
 }
 

@@ -253,6 +253,79 @@ func TestCompareIdentical(t *testing.T) {
 	}
 }
 
+// TestJudge: which comparisons count, what results.csv says about the
+// others, and the warnings.
+func TestJudge(t *testing.T) {
+	nan := math.NaN()
+	exact := func(rs, ps []float64) *Result {
+		return &Result{Config: Config{Exact: true}, Plain: []float64{1, 1, 1}, Inst: []float64{3, 3, 3}, Recall: rs, Precision: ps,
+			SelfRecall: rs, SelfPrecision: ps}
+	}
+	selfAgree := func(r *Result, rs, ps []float64) *Result {
+		r.SelfRecall, r.SelfPrecision = rs, ps
+		return r
+	}
+	approx := func(rs, ps []float64) *Result {
+		return &Result{Config: Config{Threshold: 0, PageSize: 4096}, Plain: []float64{1, 1, 1}, Inst: []float64{2, 2, 2}, Recall: rs, Precision: ps}
+	}
+	for _, tc := range []struct {
+		name          string
+		ref, run      *Result
+		stable        [2]string // layout_stable of the two rows
+		recall        [2]string // recall of the two rows
+		compared      string    // of the second row
+		warn          string    // in the warning; "" for none
+		unstableTotal int
+	}{
+		{"all comparable", exact([]float64{nan, 0.999, 1}, []float64{nan, 1, 1}), approx([]float64{0.98, 0.99, 0.97}, []float64{1, 1, 0.999}),
+			[2]string{"1", "1"}, [2]string{"0.99950", "0.98000"}, "3", "", 0},
+		{"the reference disagrees with itself", exact([]float64{nan, 0.93, 0.99}, []float64{nan, 0.95, 1}), approx([]float64{0.6, 0.7, 0.5}, []float64{0.6, 0.7, 0.5}),
+			[2]string{"0", "0"}, [2]string{"", ""}, "0", "two runs of the exact build agree on only 93.0%", 5},
+		{"a run with pages elsewhere", exact([]float64{nan, 1, 1}, []float64{nan, 1, 1}), approx([]float64{0.99, 0.7, 0.98}, []float64{1, 0.7, 1}),
+			[2]string{"1", "0"}, [2]string{"1.00000", "0.98500"}, "2", "T=0 H=4K (run 2: recall 0.7000, precision 0.7000)", 1},
+		{"no run comparable", exact([]float64{nan, 1}, []float64{nan, 1}), approx([]float64{0.5, 0.5, 0.5}, []float64{0.9, 0.9, 0.9}),
+			[2]string{"1", "0"}, [2]string{"1.00000", ""}, "0", "pages the reference never touched", 3},
+		{"runs of a build disagree with each other", exact([]float64{nan, 1}, []float64{nan, 1}),
+			selfAgree(approx([]float64{0.994, 0.999, 0.998}, []float64{1, 1, 1}), []float64{nan, 0.96, 1}, []float64{nan, 0.99, 1}),
+			[2]string{"1", "0"}, [2]string{"1.00000", ""}, "0", "T=0 H=4K (recall 0.9600, precision 0.9900", 3},
+	} {
+		var progress strings.Builder
+		e := &experiment{rep: &Report{}, warned: map[string]bool{}, progress: &progress,
+			builds: []*build{{cfg: tc.ref.Config, res: tc.ref}, {cfg: tc.run.Config, res: tc.run}}}
+		e.judge()
+		var buf bytes.Buffer
+		if err := WriteCSV(&buf, []*Result{tc.ref, tc.run}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(&buf).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for i, c := range recs[0] {
+			col[c] = i
+		}
+		for k := range 2 {
+			row := recs[k+1]
+			if row[col["layout_stable"]] != tc.stable[k] || row[col["recall"]] != tc.recall[k] {
+				t.Errorf("%s: row %d: layout_stable %q recall %q, want %q %q", tc.name, k, row[col["layout_stable"]], row[col["recall"]], tc.stable[k], tc.recall[k])
+			}
+		}
+		if c := recs[2][col["compared"]]; c != tc.compared {
+			t.Errorf("%s: compared %s, want %s", tc.name, c, tc.compared)
+		}
+		if e.rep.Unstable != tc.unstableTotal {
+			t.Errorf("%s: %d runs do not count, want %d", tc.name, e.rep.Unstable, tc.unstableTotal)
+		}
+		switch {
+		case tc.warn == "" && len(e.rep.Warnings) > 0:
+			t.Errorf("%s: warnings %q", tc.name, e.rep.Warnings)
+		case tc.warn != "" && (len(e.rep.Warnings) != 1 || !strings.Contains(e.rep.Warnings[0], tc.warn)):
+			t.Errorf("%s: warnings %q, want one with %q", tc.name, e.rep.Warnings, tc.warn)
+		}
+	}
+}
+
 func TestRulesOverride(t *testing.T) {
 	src := []byte(`version: 1
 rules:
