@@ -92,38 +92,15 @@ func TestTune(t *testing.T) {
 	}
 
 	// results.csv: the schema, one row per configuration, the reference first
-	f, err := os.Open(filepath.Join(out, "results.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	header, rows := readResults(t, filepath.Join(out, "results.csv"))
 	for i, c := range []string{"threshold", "pagesize", "slowdown", "recall", "precision", "count_error", "blocks", "sites",
 		"plain_median_s", "inst_median_s", "reps", "mode"} {
-		if i >= len(recs[0]) || recs[0][i] != c {
-			t.Fatalf("header %v: column %d is not %s", recs[0], i, c)
+		if i >= len(header) || header[i] != c {
+			t.Fatalf("header %v: column %d is not %s", header, i, c)
 		}
 	}
-	if len(recs) != 4 {
-		t.Fatalf("%d rows, want the header and 3:\n%v", len(recs), recs)
-	}
-	rows := map[string]map[string]string{}
-	for _, r := range recs[1:] {
-		if len(r) != len(recs[0]) {
-			t.Fatalf("row %v has %d fields, the header %d", r, len(r), len(recs[0]))
-		}
-		m := map[string]string{}
-		for i, c := range recs[0] {
-			m[c] = r[i]
-		}
-		key := m["mode"]
-		if key == "approx" {
-			key = "T" + m["threshold"]
-		}
-		rows[key] = m
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3:\n%v", len(rows), rows)
 	}
 	num := func(row, col string) float64 {
 		t.Helper()
@@ -204,8 +181,9 @@ func TestTune(t *testing.T) {
 	}
 }
 
-// readResults reads results.csv into rows keyed by "exact" or "T<threshold>".
-func readResults(t *testing.T, path string) map[string]map[string]string {
+// readResults reads results.csv: its header, and its rows keyed by
+// "exact" or "T<threshold>".
+func readResults(t *testing.T, path string) ([]string, map[string]map[string]string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -218,6 +196,9 @@ func readResults(t *testing.T, path string) map[string]map[string]string {
 	}
 	rows := map[string]map[string]string{}
 	for _, r := range recs[1:] {
+		if len(r) != len(recs[0]) {
+			t.Fatalf("row %v has %d fields, the header %d", r, len(r), len(recs[0]))
+		}
 		m := map[string]string{}
 		for i, c := range recs[0] {
 			m[c] = r[i]
@@ -228,7 +209,7 @@ func readResults(t *testing.T, path string) map[string]map[string]string {
 		}
 		rows[key] = m
 	}
-	return rows
+	return recs[0], rows
 }
 
 // TestTuneHeap: tune on a multi-threaded program with heap data (th:
@@ -264,7 +245,7 @@ func TestTuneHeap(t *testing.T) {
 			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", tc.name, code, stdout, stderr)
 		}
 		t.Logf("%s:\n%s", tc.name, stdout)
-		rows := readResults(t, filepath.Join(out, "results.csv"))
+		_, rows := readResults(t, filepath.Join(out, "results.csv"))
 		for _, key := range []string{"exact", "T0.0000"} {
 			r := rows[key]
 			if r == nil {
