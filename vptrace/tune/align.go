@@ -159,7 +159,9 @@ const (
 	perCluster    = 8
 	maxCandidates = 256
 	// a cluster also tries superimposing it on this many of the largest
-	// reference clusters of each of its threads
+	// reference clusters of each of its threads (twice as many
+	// displacements at most, whatever the number of its threads: a
+	// cluster many threads share costs no more)
 	perThread = 64
 )
 
@@ -414,7 +416,7 @@ func assignDisplacements(cs, rc []cluster, cands []int64, gotThr, refThr map[uin
 			}
 			for _, r := range refOf[t][:min(len(refOf[t]), perThread)] {
 				for _, d := range []int64{int64(r.lo) - int64(it.c.lo), int64(r.hi) - int64(it.c.hi)} {
-					if !seen[d] {
+					if !seen[d] && len(ds) < len(cands)+2*perThread {
 						seen[d] = true
 						ds = append(ds, d)
 					}
