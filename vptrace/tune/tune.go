@@ -280,13 +280,32 @@ func newExperiment(o Options) (*experiment, error) {
 	}
 	out := e.abs(o.Out)
 	e.work = filepath.Join(out, "work")
-	if err := os.RemoveAll(e.work); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(e.work, 0o755); err != nil {
+	if err := freshWork(e.work); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// workStamp marks a work directory tune made, and so may delete.
+const workStamp = ".hijack-tune-work"
+
+// freshWork makes dir an empty work directory. One that exists is removed
+// only if tune made it (it holds workStamp): a directory of the user's
+// that happens to be called work (hijack tune --out .) is an error, never
+// deleted.
+func freshWork(dir string) error {
+	if _, err := os.Lstat(dir); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, workStamp)); err != nil {
+			return fmt.Errorf("%s exists and was not made by hijack tune: choose another --out, or remove it yourself", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, workStamp), nil, 0o644)
 }
 
 // UsageError is an error in the options, not in the inputs or the runs

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -391,5 +393,30 @@ func TestCSVSchema(t *testing.T) {
 	}
 	if row["slowdown"] != "1.6667" || row["recall"] != "0.60000" || row["pagesize"] != "2048" || row["mode"] != "approx" || row["reps"] != "2" || row["sites"] != "7" {
 		t.Errorf("row %v", row)
+	}
+}
+
+// freshWork deletes only a work directory tune made: --out . in a folder
+// with a "work" directory of the user's must not delete it.
+func TestFreshWork(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users", "work")
+	os.MkdirAll(users, 0o755)
+	os.WriteFile(filepath.Join(users, "thesis.tex"), []byte("precious"), 0o644)
+	if err := freshWork(users); err == nil || !strings.Contains(err.Error(), "not made by hijack tune") {
+		t.Errorf("user's directory: error %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(users, "thesis.tex")); err != nil || string(b) != "precious" {
+		t.Fatalf("the user's file is gone: %v", err)
+	}
+	ours := filepath.Join(dir, "out", "work")
+	for i := 0; i < 2; i++ { // made, then made again over the old one
+		if err := freshWork(ours); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(ours, "left"), nil, 0o644)
+	}
+	if es, _ := os.ReadDir(ours); len(es) != 2 {
+		t.Errorf("work directory holds %d entries after a second start, want the stamp and one file", len(es))
 	}
 }
