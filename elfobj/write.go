@@ -21,7 +21,7 @@ func (f *File) Write() ([]byte, error) {
 	if f.MaxSize != 0 {
 		limit = min(f.MaxSize, limit)
 	}
-	tooLarge := func() error { return fmt.Errorf("%w of %d bytes", ErrTooLarge, limit) }
+	tooLarge := func() error { return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit) }
 	for i, s := range f.Sections {
 		if i == 0 || s.Type == elf.SHT_NOBITS || s.Type == elf.SHT_NULL {
 			continue

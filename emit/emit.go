@@ -33,7 +33,7 @@ func Emit(o *ibr.Object, warn func(string)) error {
 		m := newCodeMap(s)
 		m.relax()
 		if n := m.group[len(s.Insts)]; f.MaxSize != 0 && n > f.MaxSize {
-			return fmt.Errorf("section %s: new size %d: %w of %d bytes", s.Elf.Name, n, elfobj.ErrTooLarge, f.MaxSize)
+			return fmt.Errorf("section %s: %w: %d bytes of code, more than %d bytes in all", s.Elf.Name, elfobj.ErrTooLarge, n, f.MaxSize)
 		}
 		maps[s.Index] = m
 	}

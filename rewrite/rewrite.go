@@ -151,7 +151,9 @@ func rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	}
 	// What the presets added is allowed on top of the input's bound.
 	st.Added = inserted(o) + rawSize(f) - min(before, rawSize(f))
-	f.MaxSize += st.Added
+	if f.MaxSize != 0 {
+		f.MaxSize += st.Added
+	}
 	if err := emit.Emit(o, warn); err != nil {
 		return nil, st, err
 	}
