@@ -93,9 +93,9 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 		// register), advance_loc1/2/4 and set_loc with extreme operands,
 		// an unknown opcode.
 		ops := [][]byte{
-			{0x0f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
-			{0x10, 0x06, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
-			{0x16, 0x07, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+			append([]byte{0x0f}, ULEB128(1<<63)...),
+			append([]byte{0x10, 0x06}, ULEB128(^uint64(0))...),
+			append([]byte{0x16, 0x07}, ULEB128(^uint64(0)-0x3f)...),
 			{0x0f, 0x7f},
 			{0x02, 0xff}, {0x03, 0xff, 0xff}, {0x04, 0xff, 0xff, 0xff, 0xff}, {0x04, 0x00, 0x00, 0x00, 0x80},
 			{0x01, 0, 0, 0, 0, 0, 0, 0, 0}, {0x7f}, {0x3f}, {0x1c},
@@ -109,18 +109,7 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 	if f.leb {
 		vals := []uint64{0, 0x7f, 0x3fff, 1 << 32, 1 << 63, ^uint64(0), ^uint64(0) - 0x40}
 		v := vals[rng.IntN(len(vals))]
-		var enc []byte
-		for i := 0; i < 10; i++ {
-			c := byte(v>>(7*i)) & 0x7f
-			if v>>(7*(i+1)) != 0 && i < 9 {
-				c |= 0x80
-			}
-			enc = append(enc, c)
-			if c&0x80 == 0 {
-				break
-			}
-		}
-		if len(enc) <= f.n {
+		if enc := binary.AppendUvarint(nil, v); len(enc) <= f.n {
 			copy(d[f.off:], enc)
 			return fmt.Sprintf("%s=leb(%#x)", f.what, v)
 		}
@@ -139,13 +128,7 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 			what += fmt.Sprintf("%#x,", op)
 		}
 		v := []uint64{1 << 63, ^uint64(0), ^uint64(0) - 0x40, 1 << 32, 0xffffffff, 0x7fffffff, uint64(f.n)}[rng.IntN(7)]
-		for i := 0; i < 10; i++ {
-			c := byte(v>>(7*i)) & 0x7f
-			if i < 9 {
-				c |= 0x80
-			}
-			d[f.off+p+i] = c
-		}
+		copy(d[f.off+p:], ULEB128(v))
 		return fmt.Sprintf("%sleb(%#x)", what, v)
 	}
 	if f.size == 0 {
