@@ -196,6 +196,18 @@ func checkStderr(t *testing.T, r *faultRun, want string) {
 	}
 }
 
+// checkExec checks a run of "faults exec": t.vpt has the pages of the
+// image before the exec and ends with it, t.PID.vpt those of the image
+// after (image), and the runtime said why that name.
+func checkExec(t *testing.T, r *faultRun, image string) {
+	t.Helper()
+	next := fmt.Sprintf("t.%d.vpt", r.pid(t, "main"))
+	checkStderr(t, r, "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/"+next+"\n")
+	checkFiles(t, r, "t.vpt", next)
+	checkTrace(t, r, "t.vpt", faultUntilExec.with("main"))
+	checkTrace(t, r, next, faultComplete.with(image))
+}
+
 type faultProgs struct{ faults, other string }
 
 // buildFaultProgs compiles, rewrites and links faults.c and other.c.
@@ -425,24 +437,13 @@ func TestVptraceFaults(t *testing.T) {
 			// writer was: not asked)
 			checkTrace(t, r, "t.vpt", faultKilled.with("flushed"))
 		}},
-		// exec of itself: the first image's file is whole, the second
-		// image writes t.PID.vpt
+		// exec of itself, of another traced program: the first image's
+		// file is whole, the second image writes t.PID.vpt
 		{"exec itself", func(t *testing.T) {
-			r := runFault(t, nil, ps.faults, "exec", ps.faults, "run", "exec", "12")
-			pid := r.pid(t, "main")
-			next := fmt.Sprintf("t.%d.vpt", pid)
-			checkStderr(t, r, "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/"+next+"\n")
-			checkFiles(t, r, "t.vpt", next)
-			checkTrace(t, r, "t.vpt", faultUntilExec.with("main"))
-			checkTrace(t, r, next, faultComplete.with("exec"))
+			checkExec(t, runFault(t, nil, ps.faults, "exec", ps.faults, "run", "exec", "12"), "exec")
 		}},
 		{"exec another traced program", func(t *testing.T) {
-			r := runFault(t, nil, ps.faults, "exec", ps.other)
-			next := fmt.Sprintf("t.%d.vpt", r.pid(t, "main"))
-			checkStderr(t, r, "vptrace: <dir>/t.vpt exists; writing this trace to <dir>/"+next+"\n")
-			checkFiles(t, r, "t.vpt", next)
-			checkTrace(t, r, "t.vpt", faultUntilExec.with("main"))
-			checkTrace(t, r, next, faultComplete.with("other"))
+			checkExec(t, runFault(t, nil, ps.faults, "exec", ps.other), "other")
 		}},
 		// fork, exec in the child, one VPTRACE_OUT: three files, none
 		// truncated or mixed
