@@ -66,7 +66,7 @@ func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool
 		fixed = append(fixed, a)
 	}
 	if err := fs.Parse(fixed); err != nil {
-		return reportUsageError(stderr, "%v", err), true
+		return usageError(stderr, "report", "%v", err), true
 	}
 	if *help {
 		fmt.Fprint(stdout, heatmapUsage)
@@ -77,7 +77,7 @@ func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool
 		return code, true
 	}
 	usage := func(format string, a ...any) (int, bool) {
-		return reportUsageError(stderr, format, a...), true
+		return usageError(stderr, "report", format, a...), true
 	}
 	switch {
 	case *csvF || *jsonF:

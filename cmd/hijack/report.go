@@ -71,27 +71,27 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.top, "top", 10, "rows per table")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(reportSingleDash(args)); err != nil {
-		return reportUsageError(stderr, "%v", err)
+		return usageError(stderr, "report", "%v", err)
 	}
 	if *help {
 		fmt.Fprint(stdout, reportUsage)
 		return 0
 	}
 	if fs.NArg() == 0 {
-		return reportUsageError(stderr, "no trace file given")
+		return usageError(stderr, "report", "no trace file given")
 	}
 	if o.csv && o.json {
-		return reportUsageError(stderr, "--csv and --json exclude each other")
+		return usageError(stderr, "report", "--csv and --json exclude each other")
 	}
 	if o.top < 0 {
-		return reportUsageError(stderr, "--top must be >= 0, not %d", o.top)
+		return usageError(stderr, "report", "--top must be >= 0, not %d", o.top)
 	}
 	var traces []*trace.Trace
 	for _, path := range fs.Args() {
 		tr, err := loadTrace(path, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
-			return 1
+			return exitFailure
 		}
 		traces = append(traces, tr)
 	}
@@ -131,16 +131,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hijack: report: writing the report: %s\n", oneLine(err.Error()))
-		return 1
+		return exitFailure
 	}
-	return 0
-}
-
-// reportUsageError prints a usage error (one line) and returns the usage
-// exit status.
-func reportUsageError(stderr io.Writer, format string, a ...any) int {
-	fmt.Fprintf(stderr, "hijack: report: %s (see hijack report --help)\n", oneLine(fmt.Sprintf(format, a...)))
-	return 2
+	return exitOK
 }
 
 // loadTrace reads a trace file and says on stderr, one line each, what is
