@@ -208,10 +208,14 @@ func writeMember(out *bytes.Buffer, name string, data []byte) {
 	if name == "/" || name == "//" {
 		mode = "0"
 	}
+	// The name field is 16 bytes; fmt pads by runes, which made a name
+	// with multi-byte UTF-8 (café.o) overflow the header.
+	out.WriteString(name)
+	out.WriteString(strings.Repeat(" ", max(16-len(name), 0)))
 	if name == "//" {
-		fmt.Fprintf(out, "%-16s%-12s%-6s%-6s%-8s%-10d`\n", name, "", "", "", "", len(data))
+		fmt.Fprintf(out, "%-12s%-6s%-6s%-8s%-10d`\n", "", "", "", "", len(data))
 	} else {
-		fmt.Fprintf(out, "%-16s%-12d%-6d%-6d%-8s%-10d`\n", name, 0, 0, 0, mode, len(data))
+		fmt.Fprintf(out, "%-12d%-6d%-6d%-8s%-10d`\n", 0, 0, 0, mode, len(data))
 	}
 	out.Write(data)
 	if len(data)&1 == 1 {

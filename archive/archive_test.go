@@ -120,3 +120,28 @@ func TestThinAgainstBinutils(t *testing.T) {
 		t.Errorf("missing member: error %v", err)
 	}
 }
+
+// TestUTF8Names: member names with multi-byte UTF-8 fit the 16-byte name
+// field (fmt padded them by runes: the header overflowed, found by
+// FuzzRead) and binutils lists them.
+func TestUTF8Names(t *testing.T) {
+	testutil.Need(t, "ar")
+	ms := []archive.Member{{Name: "café.o", Data: []byte("one")}, {Name: "ψψψψψψψ.o", Data: []byte("two")}, {Name: "déjà-vu-long-name.o", Data: []byte("three")}}
+	out, err := archive.Write(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := archive.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(archive.SortedNames(back), " "), strings.Join(archive.SortedNames(ms), " "); got != want {
+		t.Fatalf("read back %q, want %q", got, want)
+	}
+	p := filepath.Join(t.TempDir(), "utf8.a")
+	os.WriteFile(p, out, 0o644)
+	listed, err := exec.Command("ar", "t", p).CombinedOutput()
+	if err != nil || string(listed) != "café.o\nψψψψψψψ.o\ndéjà-vu-long-name.o\n" {
+		t.Fatalf("ar t: %v\n%s", err, listed)
+	}
+}
