@@ -2,7 +2,6 @@ package emit
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,18 +13,7 @@ import (
 // TestEmitSizeLimit: Emit checks the new size of every code section
 // against File.MaxSize before it allocates it.
 func TestEmitSizeLimit(t *testing.T) {
-	data, err := os.ReadFile(testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/kitchen.c", "-O2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfobj.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := ibr.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := testutil.BuildIBR(t, testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/kitchen.c", "-O2"))
 	nop := &ibr.Snippet{Code: make([]byte, 15)}
 	FillNops(nop.Code)
 	var largest int
@@ -39,8 +27,8 @@ func TestEmitSizeLimit(t *testing.T) {
 		}
 		largest = max(largest, len(s.Elf.Data))
 	}
-	f.MaxSize = uint64(largest) * 2 // far less than 15 bytes more per instruction
-	err = Emit(o, nil)
+	o.File.MaxSize = uint64(largest) * 2 // far less than 15 bytes more per instruction
+	err := Emit(o, nil)
 	if !errors.Is(err, elfobj.ErrTooLarge) || !strings.HasPrefix(err.Error(), "section .text") {
 		t.Fatalf("Emit: %v, want ErrTooLarge naming the section", err)
 	}
