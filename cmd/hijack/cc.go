@@ -375,9 +375,9 @@ func (w *ccWrapper) exec(name string, args []string) int {
 // rewrite reads the object the compiler wrote at obj and returns it
 // rewritten; warnings name the user's file, name.
 func (w *ccWrapper) rewrite(obj, name string) ([]byte, error) {
-	data, err := os.ReadFile(obj)
+	data, err := readInput(obj)
 	if err != nil {
-		return nil, errors.Unwrap(err)
+		return nil, err
 	}
 	out, _, err := rewrite.Rewrite(filepath.Base(name), data, w.rf, presets(), func(msg string) { w.warn(name, msg) })
 	return out, err

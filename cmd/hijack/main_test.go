@@ -21,6 +21,12 @@ func TestCommandLine(t *testing.T) {
 	badRules := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(badRules, []byte("version: 1\nrules:\n  - preset: pad\n    params: {sed: 1}\n"), 0o644)
 	out := filepath.Join(dir, "out.o")
+	// A sparse 5 GiB file: refused before it is read into memory.
+	huge := filepath.Join(dir, "huge.o")
+	if f, err := os.Create(huge); err == nil {
+		f.Truncate(5 << 30)
+		f.Close()
+	}
 	for _, tt := range []struct {
 		args   []string
 		status int
@@ -47,6 +53,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"--rules", rulesFile, "-p", "pad", obj, out}, 2, "", "either --rules or --preset"},
 		{[]string{"-p", "pad", obj}, 2, "", "want IN and OUT, got 1"},
 		{[]string{"-p", "pad", filepath.Join(dir, "missing.o"), out}, 1, "", "missing.o: no such file or directory"},
+		{[]string{"-p", "pad", huge, out}, 1, "", "huge.o: 5368709120 bytes: larger than any object or archive hijack reads"},
+		{[]string{"dump", huge}, 1, "", "huge.o: 5368709120 bytes"},
+		{[]string{"-p", "pad", dir, out}, 1, "", ": is a directory"},
 		{[]string{"dump"}, 2, "", "hijack: dump: want one IN.o or IN.a"},
 		{[]string{"dump", "--bogus", obj}, 2, "", "hijack: dump: unknown flag: --bogus (see hijack help dump)"},
 		{[]string{"analyze", "--json", "--dot", "f", obj}, 2, "", "exclude each other"},

@@ -65,9 +65,9 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 		return outputFailed(stderr, err)
 	}
 	defer removeOnSignal(&tempDirs{})()
-	data, err := os.ReadFile(in)
+	data, err := readInput(in)
 	if err != nil {
-		return fail(errors.Unwrap(err))
+		return fail(err)
 	}
 	var mu sync.Mutex
 	warnFor := func(name string) func(string) {
