@@ -110,6 +110,7 @@ type parsed struct {
 	mode    ccMode
 	output  string         // -o value
 	outArg  int            // index in args of the argument holding the -o value (-1: none)
+	outJoin bool           // that argument is -oFILE
 	sources []int          // indices in args of source files
 	lang    map[int]string // -x language in force for a source, when there is one
 }
@@ -130,9 +131,9 @@ func parseCC(args []string) parsed {
 			p.mode = modeOther
 		case a == "-o" && i+1 < len(args):
 			i++
-			p.output, p.outArg = args[i], i
+			p.output, p.outArg, p.outJoin = args[i], i, false
 		case strings.HasPrefix(a, "-o") && len(a) > 2:
-			p.output, p.outArg = a[2:], i
+			p.output, p.outArg, p.outJoin = a[2:], i, true
 		case a == "-x" && i+1 < len(args):
 			i++
 			lang = args[i]
@@ -266,7 +267,7 @@ func (w *ccWrapper) compile(cc string, args []string, p parsed) int {
 		defer w.temps.remove(tmp)
 		obj := filepath.Join(tmp, "out.o")
 		cargs := append([]string{}, args...)
-		if strings.HasPrefix(cargs[p.outArg], "-o") && cargs[p.outArg] != "-o" && cargs[p.outArg] != p.output {
+		if p.outJoin {
 			cargs[p.outArg] = "-o" + obj
 		} else {
 			cargs[p.outArg] = obj
