@@ -58,10 +58,14 @@ e2e-vptrace:
 	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/vptrace-stack.yaml \
 		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run 'Csmith|CxxExceptions' $(E2E_FLAGS)"
 
-# Unit tests of every package except the e2e suite.
+# Unit tests of every package except the e2e suite. -count=1 for the same
+# reason as e2e's: many tests hand files to gcc, as or objdump (testdata
+# sources, the system's static libraries), which the go test cache does not
+# see; with vptrace/runtime/testdata/vt.c or cfg/effect/testdata/corpus.c
+# broken, a cached run still said ok.
 unit:
 	@pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
-	if [ -n "$$pkgs" ]; then $(GO) test $$pkgs; else echo "unit: no packages yet"; fi
+	if [ -n "$$pkgs" ]; then $(GO) test -count=1 $$pkgs; else echo "unit: no packages yet"; fi
 
 # -count=1: results must never come from the go test cache, which does not
 # notice a rebuilt bin/hijack. The output filter drops the per-subtest noise
