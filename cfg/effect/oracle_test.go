@@ -367,8 +367,9 @@ static void randstate(const struct form *f, struct state *s) {
 /* masks mode, for TestOracleMasks: per form, one input run plainly (o) and
    with a context switch forced before the instruction (w); then o with its
    masked bits randomised, and with each output bit (registers, flags) and
-   byte (memory) flipped in turn. Prints the form, whether it ran, the
-   outputs that differ between o and w unmasked and masked, those that
+   byte (memory) flipped in turn. Prints the form, whether it ran (if not,
+   whether it raised #UD), the outputs that differ between o and w unmasked
+   and masked, those that
    differ after the randomising, and the flips diff did not notice: 16
    register masks, the flag mask, and g_mem ranges as off+len. */
 static void masks(void) {
@@ -377,10 +378,16 @@ static void masks(void) {
 	for (int fi = 0; fi < NFORMS; fi++) {
 		const struct form *f = &forms[fi];
 		randstate(f, &s);
+		lastsig = 0;
 		g_hook = ctxswitch;
 		int ok = run(f, &s, &w);
 		g_hook = 0;
-		if (!ok || !run(f, &s, &o)) { printf("%d 0 0 0 0", fi); for (int i = 0; i < 17; i++) printf(" 0"); printf("\n"); continue; }
+		if (!ok || !run(f, &s, &o)) {
+			printf("%d 0 %d 0 0", fi, lastsig == SIGILL);
+			for (int i = 0; i < 17; i++) printf(" 0");
+			printf("\n");
+			continue;
+		}
 		v = o;
 		for (int i = 0; i < 16; i++) v.r[i] ^= rnd() & f->rmask[i];
 		v.fl ^= rnd() & f->flmask;
