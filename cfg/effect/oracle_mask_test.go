@@ -94,12 +94,15 @@ var fxArea = []span{
 var xsaveArea = append(append([]span{}, fxArea...), span{512, 8, "XSTATE_BV"})
 
 var undefinedOutputs = map[string]undefined{
-	"rdtsc":    {regs: map[Reg]uint64{RAX: lo32, RDX: lo32}},
-	"rdtscp":   {regs: map[Reg]uint64{RAX: lo32, RDX: lo32, RCX: lo32}},
-	"rdrand":   {dest: true, flags: CF},
-	"rdseed":   {dest: true, flags: CF},
-	"rdpid":    {dest: true},
-	"cpuid":    {regs: map[Reg]uint64{RBX: 0xff000000}}, // leaf 1 EBX[31:24]; leaves 0xb and 0x1f are not run
+	"rdtsc":  {regs: map[Reg]uint64{RAX: lo32, RDX: lo32}},
+	"rdtscp": {regs: map[Reg]uint64{RAX: lo32, RDX: lo32, RCX: lo32}},
+	"rdrand": {dest: true, flags: CF},
+	"rdseed": {dest: true, flags: CF},
+	"rdpid":  {dest: true},
+	// cpuid: leaf 1 EBX[31:24], the initial APIC ID. The forms run leaves
+	// 0-7 (not 0xb, 0x1f: x2APIC ID). On hybrid Intel CPUs leaf 4 (cache
+	// parameters) differs between core types too and would need masks.
+	"cpuid":    {regs: map[Reg]uint64{RBX: 0xff000000}},
 	"fnstenv":  {mem: x87Env},
 	"fnsave":   {mem: x87Env},
 	"fxsave":   {mem: fxArea},
