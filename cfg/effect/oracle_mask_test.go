@@ -163,10 +163,7 @@ func formMask(f oracleForm) (outMask, error) {
 		if !ok {
 			return m, fmt.Errorf("%s: no destination register", f.asm)
 		}
-		m.regs[r] |= 1<<(8*w) - 1
-		if w == 8 {
-			m.regs[r] = ^uint64(0)
-		}
+		m.regs[r] |= ^uint64(0) >> (64 - 8*w)
 	}
 	if len(u.mem) > 0 {
 		base, err := pinnedOperand(f.asm)
