@@ -1411,8 +1411,11 @@ static void thread_key(struct vpt_thread *t)
 	int st = LOAD(&key_state), exp = 0;
 	if (st == 0 && CAS(&key_state, &exp, 1))
 		STORE(&key_state, st = pthread_key_create(&vpt_key, key_dtor) == 0 ? 2 : 3);
-	else
-		st = LOAD(&key_state);
+	/* Another thread is creating the key: wait for it (a thread that gave
+	 * up here had no destructor, so its exit was never recorded; the
+	 * creator is never this thread, which VTF_INBATCH keeps out). */
+	while ((st = LOAD(&key_state)) == 1)
+		sc3(SYS_sched_yield, 0, 0, 0);
 	if (st == 2 && pthread_setspecific(vpt_key, (void *)1) == 0)
 		t->flags |= VTF_KEYED;
 }

@@ -313,7 +313,15 @@ func TestChurn(t *testing.T) {
 		}
 	}
 	if exited < len(want)-1 {
-		t.Errorf("%d thread exits recorded, want %d", exited, len(want)-1)
+		var noExit []string
+		for _, th := range tr.Threads {
+			for _, in := range th.Instances {
+				if !in.Exited {
+					noExit = append(noExit, fmt.Sprintf("%d(serial %d)", th.TID, in.Serial))
+				}
+			}
+		}
+		t.Errorf("%d thread exits recorded, want %d; threads without one: %v", exited, len(want)-1, noExit)
 	}
 }
 
