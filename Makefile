@@ -31,8 +31,11 @@ BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),bui
 
 all: build
 
+# What hijack --version prints: the commit, and whether the tree was modified.
+VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
 build:
-	$(GO) build -o bin/hijack ./cmd/hijack
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack ./cmd/hijack
 	@$(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 
 deps:

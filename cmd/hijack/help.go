@@ -48,13 +48,24 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	return usageError(stderr, "help", "want at most one topic, got %d", len(args))
 }
 
+// buildVersion is set by make build (-ldflags -X main.buildVersion=...,
+// from git describe), so that the version is known also where the Go
+// toolchain does not stamp VCS information (GOFLAGS=-buildvcs=false).
+var buildVersion string
+
 // versionText is what --version prints: hijack's own version (module
 // version or VCS revision, as the Go toolchain recorded them) and the
 // versions of the formats it reads and writes.
 func versionText() string {
 	v, rev, modified, goVersion := "(unknown)", "", false, ""
+	if buildVersion != "" {
+		v = buildVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		v, goVersion = bi.Main.Version, bi.GoVersion
+		goVersion = bi.GoVersion
+		if buildVersion == "" {
+			v = bi.Main.Version
+		}
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
