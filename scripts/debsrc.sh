@@ -4,6 +4,10 @@
 # packages, into .cache/debsrc/<source-package>/. Idempotent and quiet when
 # the sources are already there.
 #
+#   scripts/debsrc.sh                 zlib, lua5.4, sqlite3 (the e2e suite's)
+#   scripts/debsrc.sh DEVPKG...       the sources of these installed binary
+#                                     packages instead (scripts/realworld/)
+#
 # The system's apt configuration usually has no deb-src lines, so this uses a
 # private apt setup under .cache/debsrc/apt: the deb lines of the system's
 # Debian sources turned into deb-src, its own lists and its own cache. Nothing
@@ -18,6 +22,7 @@ DL=$BASE/dl
 
 # binary package whose source we want -> tells us name and version
 DEVPKGS=(zlib1g-dev liblua5.4-dev libsqlite3-dev)
+if (($#)); then DEVPKGS=("$@"); fi
 
 todo=()
 for p in "${DEVPKGS[@]}"; do
@@ -82,13 +87,27 @@ echo "debsrc: fetching Debian sources: ${todo[*]}"
 }
 for spec in "${todo[@]}"; do
 	name=${spec%%=*}
-	(cd "$DL" && "${APT[@]}" source --download-only "$spec" >"$DL/$name.log" 2>&1) ||
-		(cd "$DL" && "${APT[@]}" source --download-only "$name" >"$DL/$name.log" 2>&1) || {
+	ver=${spec#*=}
+	# the installed version, else the newest source, else any other version
+	# listed (a security update's source may be missing from the mirror: the
+	# previous version of the same upstream release is then used)
+	fetched=
+	for want in "$spec" "$name" $("${APT[@]/apt-get/apt-cache}" showsrc "$name" 2>/dev/null |
+		awk '/^Version:/ { print $2 }' | sort -rV | sed "s/^/$name=/"); do
+		if (cd "$DL" && "${APT[@]}" source --download-only "$want" >"$DL/$name.log" 2>&1); then
+			fetched=$want
+			break
+		fi
+	done
+	[ -n "$fetched" ] || {
 		echo "debsrc: apt-get source $spec failed:" >&2
 		tail -n 5 "$DL/$name.log" >&2
 		exit 1
 	}
-	ver=${spec#*=}
+	if [ "$fetched" != "$spec" ] && [ "$fetched" != "$name" ]; then
+		echo "debsrc: $spec: source not available, using $fetched"
+		ver=${fetched#*=}
+	fi
 	ver=${ver#*:} # the .dsc file name has no epoch
 	dsc=$DL/${name}_$ver.dsc
 	[ -f "$dsc" ] || dsc=$(ls -t "$DL/${name}"_*.dsc | head -n 1)
