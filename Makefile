@@ -10,6 +10,8 @@
 #   make e2e-vptrace  ... with vptrace (T=0), linked with the runtime
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
 #   make fuzz-short   every Go fuzz target for FUZZTIME each
+#   make realworld    Debian packages' own test suites built plain, pad, clobber and vptrace
+#                     (RW_FLAGS='--short', 'zstd pcre2', '--modes "plain vptrace"'; scripts/realworld/)
 #
 # HIJACK selects the rewriter the e2e suite and the demo drive (default
 # bin/hijack, built first). With HIJACK set to another path nothing is built:
@@ -27,7 +29,7 @@ export HIJACK HIJACK_RULES HIJACK_LDLIBS
 # Build bin/hijack first only when it is the rewriter under test.
 BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
 
-.PHONY: all build deps test unit e2e e2e-short e2e-clobber e2e-vptrace demo demo-pad bench fuzz-short clean distclean
+.PHONY: all build deps test unit e2e e2e-short e2e-clobber e2e-vptrace demo demo-pad bench fuzz-short clean distclean realworld realworld-short
 
 all: build
 
@@ -96,6 +98,20 @@ bench: $(BUILD_IF_DEFAULT)
 
 fuzz-short:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
+
+# The real-world suite: Debian source packages (zstd, pcre2, xz, bzip2, jq,
+# libxml2, fmtlib, re2) built plain and through `hijack cc` with each preset,
+# their own test suites compared (about an hour from a cold cache; results in
+# .cache/realworld/results.csv, docs/realworld.md from scripts/realworld/report.sh).
+# realworld-short (in `make test`): bzip2 and zstd, reduced test sets.
+RW_FLAGS ?=
+realworld: $(BUILD_IF_DEFAULT)
+	@scripts/deps.sh --realworld
+	@HIJACK=$(HIJACK) scripts/realworld/run.sh $(RW_FLAGS)
+
+realworld-short: $(BUILD_IF_DEFAULT)
+	@scripts/deps.sh --realworld=short
+	@HIJACK=$(HIJACK) scripts/realworld/run.sh --short $(RW_FLAGS)
 
 clean:
 	rm -rf bin .cache/e2e .cache/demo

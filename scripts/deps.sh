@@ -4,6 +4,9 @@
 #
 #   scripts/deps.sh              apt packages + Debian sources of zlib/lua/sqlite
 #   scripts/deps.sh --no-sources apt packages only
+#   scripts/deps.sh --realworld  also what scripts/realworld/ builds with
+#                                (--realworld=short: its short set's only);
+#                                that suite fetches its Debian sources itself
 #
 # As root (CI) it runs apt-get directly; otherwise it uses sudo when available.
 # `apt-get update` runs only when something has to be installed.
@@ -14,6 +17,17 @@ PKGS=(
 	gcc g++ clang csmith libcsmith-dev valgrind gdb binutils make
 	zlib1g-dev liblua5.4-dev libsqlite3-dev libssl-dev libc6-dev dpkg-dev
 )
+
+# the real-world suite (scripts/realworld/): the short set (bzip2, zstd), all
+RW_SHORT_PKGS=(libbz2-dev libzstd-dev python3 file)
+RW_PKGS=(liblzma-dev libpcre2-dev libjq-dev libonig-dev libxml2-dev libfmt-dev libre2-dev
+	libgtest-dev libgmock-dev cmake autoconf automake libtool pkg-config)
+for a in "$@"; do
+	case $a in
+	--realworld=short) PKGS+=("${RW_SHORT_PKGS[@]}") ;;
+	--realworld) PKGS+=("${RW_SHORT_PKGS[@]}" "${RW_PKGS[@]}") ;;
+	esac
+done
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -37,7 +51,7 @@ if ((${#missing[@]})); then
 	echo "deps: installed ${missing[*]}"
 fi
 
-if [ "${1:-}" != --no-sources ]; then
+if [ "${1:-}" != --no-sources ] && [ "${1:-}" != --realworld ] && [ "${1:-}" != --realworld=short ]; then
 	if ! scripts/debsrc.sh; then
 		echo "deps: warning: could not fetch Debian sources; the e2e tests that build" >&2
 		echo "deps: the libraries' own test programs will skip (or fail with CI=true)" >&2

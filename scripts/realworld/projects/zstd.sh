@@ -1,0 +1,30 @@
+# zstd: the upstream Makefiles (lib, programs, tests), static. Tests: tests/
+# playTests.sh (the CLI; --test-large-data in the full set), the fuzzer,
+# zstreamtest (both APIs) and decodecorpus with fixed seeds and iteration
+# counts instead of their time limits (a slower build would run fewer
+# iterations), invalidDictionaries, legacy, poolTests; the full set adds
+# cli-tests/run.py.
+RW_DEVPKG=libzstd-dev
+RW_SRC=libzstd
+
+rw_build() {
+	make -C programs CC="$CC" zstd
+	make -C tests CC="$CC" datagen fuzzer zstreamtest decodecorpus invalidDictionaries legacy poolTests
+}
+
+rw_test() {
+	local n=4000 z=400 d=200 large=--test-large-data
+	if ((RW_SHORT)); then n=600 z=60 d=40 large=; fi
+	cd tests
+	rw_unit playTests env ZSTD_BIN=../programs/zstd DATAGEN_BIN=./datagen ./playTests.sh $large
+	rw_unit fuzzer ./fuzzer -s1 -i$n
+	rw_unit zstreamtest ./zstreamtest -s1 -i$z
+	rw_unit zstreamtest-newapi ./zstreamtest --newapi -t1 -s1 -i$z
+	rw_unit decodecorpus ./decodecorpus -s1 -n$d
+	rw_unit invalidDictionaries ./invalidDictionaries
+	rw_unit legacy ./legacy
+	rw_unit poolTests ./poolTests
+	if ! ((RW_SHORT)); then
+		rw_unit cli-tests ./cli-tests/run.py --zstd=../programs/zstd --datagen=./datagen
+	fi
+}
