@@ -4,19 +4,23 @@
 //
 // Blocks are maximal: they are split only at branch targets (including
 // jump-table entries and other address-taken labels) and after control
-// transfers. What the code does is represented, not guessed: jump tables
-// are recovered exactly from their relocations, calls to functions that do
-// not return end a block, tail calls and calls through pointers are marked
-// as such, and an indirect jump whose targets are not known stays
-// Unresolved (analyses must then be conservative).
+// transfers. What the code does is represented, not guessed: a jump table
+// is matched to its dispatch by data flow (the one definition of the
+// table's address that reaches the jump, a range check on the index) and
+// its entries are decoded from their relocations; calls to functions that
+// do not return end a block, tail calls and calls through pointers are
+// marked as such, and an indirect jump that is not a proven table
+// dispatch stays Unresolved (analyses are then conservative).
 package cfg
 
 import (
+	"debug/elf"
 	"fmt"
 	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"hijack/cfg/effect"
 	"hijack/elfobj"
 	"hijack/ibr"
 )
@@ -45,12 +49,31 @@ type Graph struct {
 	Sec  *ibr.Section
 	// Blocks are in address order; Blocks[0] is the entry.
 	Blocks []*Block
-	// Unresolved holds the indices of indirect jumps whose targets are
-	// not known.
+	// Tables are the jump tables of the function's table dispatches, in
+	// address order of the jumps.
+	Tables []*JumpTable
+	// Unresolved holds the indices of the indirect jumps that are not
+	// proven table dispatches; Indirect says what became of each.
 	Unresolved []int
+	Indirect   []IndirectJump
 	// Calls are the calls and tail calls of the function, in address order.
 	Calls []*Call
-	block []int32 // instruction index - Func.Start -> block index
+	block []int32         // instruction index - Func.Start -> block index
+	eff   []effect.Effect // by instruction index - Func.Start
+}
+
+// IndirectJump is an indirect jump hijack could not prove to be a table
+// dispatch. Analyses treat it conservatively: it may reach every
+// address-taken instruction of the function, and leave it with every
+// register and flag live, or (TailCall) with what a call needs live.
+type IndirectJump struct {
+	Inst int
+	// TailCall is set when the jump leaves the function as a tail call
+	// would: the stack is at its entry height on every path, and no label
+	// outside the function other code may jump to exists in the object.
+	TailCall bool
+	// Reason says why it is not a table dispatch.
+	Reason string
 }
 
 // Exit says how control leaves a block other than to its successors.
@@ -84,7 +107,7 @@ type Block struct {
 	Preds      []*Block
 	Exits      Exit
 	// Table is set when the block ends in an indirect jump through a
-	// recovered jump table.
+	// proven jump table (Graph.Tables).
 	Table bool
 }
 
@@ -103,7 +126,7 @@ type Call struct {
 // Build analyses every function of o.
 func Build(o *ibr.Object) *Program {
 	p := &Program{Obj: o, ByFunc: make(map[*ibr.Func]*Graph), Callers: make(map[*Graph][]Site)}
-	tables := findTables(o)
+	ix := newObjIndex(o)
 	starts := make(map[*ibr.Section]map[int]*ibr.Func)
 	for _, s := range o.Code {
 		m := make(map[int]*ibr.Func)
@@ -112,9 +135,8 @@ func Build(o *ibr.Object) *Program {
 		}
 		starts[s] = m
 	}
-	addrTaken := addressTaken(o)
 	for _, fn := range o.Funcs {
-		g := buildGraph(o, fn, tables, starts, addrTaken)
+		g := buildGraph(ix, fn, starts)
 		p.Graphs = append(p.Graphs, g)
 		p.ByFunc[fn] = g
 	}
@@ -249,7 +271,8 @@ func callTarget(o *ibr.Object, s *ibr.Section, i int, starts map[*ibr.Section]ma
 	return nil, ""
 }
 
-func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr.Section]map[int]*ibr.Func, addrTaken map[*ibr.Section]map[int]bool) *Graph {
+func buildGraph(ix *objIndex, fn *ibr.Func, starts map[*ibr.Section]map[int]*ibr.Func) *Graph {
+	o := ix.o
 	s := fn.Section
 	g := &Graph{Func: fn, Sec: s}
 	n := fn.End - fn.Start
@@ -257,7 +280,7 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 	leader[0] = true
 	inFunc := func(t int) bool { return t >= fn.Start && t < fn.End }
 	ctl := make([]control, n)
-	tableOf := make(map[int][]int) // indirect jump -> targets
+	taken := ix.taken[s]
 	for i := fn.Start; i < fn.End; i++ {
 		c := classify(s, i)
 		ctl[i-fn.Start] = c
@@ -273,24 +296,16 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 				leader[in.Link.Target-fn.Start] = true
 			}
 			leader[i-fn.Start+1] = true
-		case ctlIndirectJump:
-			if ts, ok := tables.targetsFor(s, fn, i); ok {
-				tableOf[i] = ts
-				for _, t := range ts {
-					if inFunc(t) {
-						leader[t-fn.Start] = true
-					}
-				}
-			}
-			leader[i-fn.Start+1] = true
-		case ctlReturn, ctlTrap:
+		case ctlIndirectJump, ctlReturn, ctlTrap:
+			// Whatever an indirect jump reaches has its address
+			// taken, and so starts a block already.
 			leader[i-fn.Start+1] = true
 		case ctlCall:
 			if _, name := callTarget(o, s, i, starts); NoReturn(name) {
 				leader[i-fn.Start+1] = true
 			}
 		}
-		if addrTaken[s][i] {
+		if taken[i] {
 			leader[i-fn.Start] = true
 		}
 	}
@@ -303,13 +318,12 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 		b.End = fn.Start + i + 1
 		g.block[i] = int32(b.Index)
 	}
-	edge := func(from *Block, t int) {
-		to := g.Blocks[g.block[t-fn.Start]]
-		if !slices.Contains(from.Succs, to) {
-			from.Succs = append(from.Succs, to)
-			to.Preds = append(to.Preds, from)
-		}
-	}
+
+	// Static successors: fall-through and direct branches. Indirect
+	// jumps get theirs below, once they are resolved or not.
+	static := make([][]int, len(g.Blocks)) // successor instructions per block
+	var pending []int                      // indirect jumps, in address order
+	local := make(map[int]bool)
 	for bi, b := range g.Blocks {
 		last := b.End - 1
 		in := &s.Insts[last]
@@ -318,7 +332,7 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 		case ctlJump:
 			fall = false
 			if in.Link != nil && in.Link.Kind == ibr.LinkBranch && inFunc(in.Link.Target) {
-				edge(b, in.Link.Target)
+				static[bi] = append(static[bi], in.Link.Target)
 			} else {
 				b.Exits |= ExitTailCall
 				callee, name := callTarget(o, s, last, starts)
@@ -326,7 +340,7 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 			}
 		case ctlCondJump:
 			if in.Link != nil && in.Link.Kind == ibr.LinkBranch && inFunc(in.Link.Target) {
-				edge(b, in.Link.Target)
+				static[bi] = append(static[bi], in.Link.Target)
 			} else {
 				b.Exits |= ExitTailCall
 				callee, name := callTarget(o, s, last, starts)
@@ -334,39 +348,7 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 			}
 		case ctlIndirectJump:
 			fall = false
-			ts, ok := tableOf[last]
-			if !ok {
-				// An indirect jump can only land on an instruction
-				// whose address is taken. With no such instruction in
-				// the function it leaves it: a tail call through a
-				// pointer. Otherwise every address-taken instruction
-				// of the function is a possible target.
-				var inside []int
-				for i := fn.Start + 1; i < fn.End; i++ {
-					if addrTaken[s][i] {
-						inside = append(inside, i)
-					}
-				}
-				if len(inside) == 0 {
-					b.Exits |= ExitTailCall
-					g.Calls = append(g.Calls, &Call{Inst: last, Indirect: true, Tail: true})
-					break
-				}
-				b.Exits |= ExitIndirect
-				g.Unresolved = append(g.Unresolved, last)
-				for _, t := range inside {
-					edge(b, t)
-				}
-				break
-			}
-			b.Table = true
-			for _, t := range ts {
-				if inFunc(t) {
-					edge(b, t)
-				} else {
-					b.Exits |= ExitTailCall
-				}
-			}
+			pending = append(pending, last)
 		case ctlReturn:
 			fall = false
 			b.Exits |= ExitReturn
@@ -381,6 +363,9 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 				callee, name := callTarget(o, s, i, starts)
 				c := &Call{Inst: i, Callee: callee, Name: name, NoReturn: NoReturn(name)}
 				g.Calls = append(g.Calls, c)
+				if callee != nil {
+					local[i] = true
+				}
 				if c.NoReturn && i == last {
 					fall = false
 					b.Exits |= ExitNoReturn
@@ -391,31 +376,196 @@ func buildGraph(o *ibr.Object, fn *ibr.Func, tables *tableIndex, starts map[*ibr
 		}
 		if fall {
 			if bi+1 < len(g.Blocks) {
-				edge(b, g.Blocks[bi+1].Start)
+				static[bi] = append(static[bi], g.Blocks[bi+1].Start)
 			} else {
 				b.Exits |= ExitFallOff
 			}
 		}
 	}
+
+	// Every instruction of the function (but its entry) whose address is
+	// taken: what an indirect jump not proven to be a table dispatch may
+	// reach within the function.
+	var inside []int
+	for i := fn.Start + 1; i < fn.End; i++ {
+		if taken[i] {
+			inside = append(inside, i)
+		}
+	}
+	g.eff = Effects(g)
+	r := &resolver{ix: ix, g: g, s: s, fn: fn, eff: g.eff, local: local}
+	// Resolve the indirect jumps on a graph where those not resolved yet
+	// reach every such instruction: more edges than there are, so what
+	// data flow proves on it holds. Each jump resolved removes edges, which
+	// may let others be proved: repeat until nothing changes.
+	tables := make(map[int]*JumpTable)
+	why := make(map[int]string)
+	dynamic := func(j int) []int {
+		if t := tables[j]; t != nil {
+			return t.Targets()
+		}
+		return inside
+	}
+	for {
+		g.link(static, pending, dynamic)
+		r.external = g.externalBlocks(ix)
+		changed := false
+		for _, j := range pending {
+			if tables[j] != nil {
+				continue
+			}
+			t, w := r.resolve(j)
+			if t == nil {
+				why[j] = w
+				continue
+			}
+			tables[j] = t
+			changed = true
+		}
+		if !changed {
+			break
+		}
+	}
+	var frames []frame
+	for _, j := range pending {
+		b := g.BlockOf(j)
+		if t := tables[j]; t != nil {
+			b.Table = true
+			g.Tables = append(g.Tables, t)
+			continue
+		}
+		// Not a table dispatch. It leaves the function if the stack
+		// is back at its entry height and no label outside the
+		// function can be its target: a tail call, with the argument
+		// and callee-saved registers live. Otherwise it may go
+		// anywhere: everything is live. Either way it may also reach
+		// every address-taken instruction of the function.
+		if frames == nil {
+			frames = r.heights()
+		}
+		ij := IndirectJump{Inst: j, Reason: why[j]}
+		name := gotName(o, s, j)
+		if r.atEntryHeight(frames, j) && (name != "" || !ix.strayLabels(fn)) {
+			ij.TailCall = true
+			b.Exits |= ExitTailCall
+			g.Calls = append(g.Calls, &Call{Inst: j, Name: name, Indirect: true, Tail: true})
+		} else {
+			b.Exits |= ExitIndirect
+		}
+		g.Unresolved = append(g.Unresolved, j)
+		g.Indirect = append(g.Indirect, ij)
+	}
 	slices.SortFunc(g.Calls, func(a, b *Call) int { return a.Inst - b.Inst })
 	return g
 }
 
-// addressTaken marks instructions whose address is taken by a relocation
-// (jump tables, computed-goto tables, function pointers): they start
-// blocks.
-func addressTaken(o *ibr.Object) map[*ibr.Section]map[int]bool {
-	m := make(map[*ibr.Section]map[int]bool)
-	for _, r := range o.Refs {
-		if r.Delta != 0 || r.Inst >= len(r.Target.Insts) {
+// link sets the edges of the graph: the static successors of every block
+// and, for the indirect jump ending a block, the targets dynamic gives.
+func (g *Graph) link(static [][]int, pending []int, dynamic func(int) []int) {
+	for _, b := range g.Blocks {
+		b.Succs, b.Preds = b.Succs[:0], b.Preds[:0]
+	}
+	edge := func(from *Block, t int) {
+		to := g.BlockOf(t)
+		if to == nil || to.Start != t {
+			return
+		}
+		if !slices.Contains(from.Succs, to) {
+			from.Succs = append(from.Succs, to)
+			to.Preds = append(to.Preds, from)
+		}
+	}
+	for bi, b := range g.Blocks {
+		for _, t := range static[bi] {
+			edge(b, t)
+		}
+	}
+	for _, j := range pending {
+		b := g.BlockOf(j)
+		for _, t := range dynamic(j) {
+			edge(b, t)
+		}
+	}
+}
+
+// externalBlocks marks the blocks control may enter other than through
+// the graph's edges: the entry, blocks that start at a label other code
+// refers to, and blocks the graph does not reach from those (exception
+// landing pads, which only the unwinder enters) other than alignment
+// padding. Values in registers there may come from anywhere.
+//
+// A landing pad that the graph also reaches is not seen as one: cfg does
+// not read the LSDA. At a landing pad the callee-saved registers hold what
+// they held at the call that threw, and compilers use nothing else there
+// that they did not define on the way.
+func (g *Graph) externalBlocks(ix *objIndex) []bool {
+	ext := make([]bool, len(g.Blocks))
+	foreign := ix.foreign[g.Sec]
+	reached := make([]bool, len(g.Blocks))
+	var work []*Block
+	for _, b := range g.Blocks {
+		if b.Index == 0 || foreign[b.Start] {
+			ext[b.Index], reached[b.Index] = true, true
+			work = append(work, b)
+		}
+	}
+	for len(work) > 0 {
+		b := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, s := range b.Succs {
+			if !reached[s.Index] {
+				reached[s.Index] = true
+				work = append(work, s)
+			}
+		}
+	}
+	for _, b := range g.Blocks {
+		if !reached[b.Index] && !g.padding(b) {
+			ext[b.Index] = true
+		}
+	}
+	return ext
+}
+
+// padding reports whether a block holds only no-ops: the alignment
+// padding compilers put after an unconditional jump, which nothing enters.
+func (g *Graph) padding(b *Block) bool {
+	for i := b.Start; i < b.End; i++ {
+		switch a := g.Sec.Asm(i); a.Op {
+		case x86asm.NOP:
+		case x86asm.XCHG:
+			// xchg %ax,%ax (66 90)
+			if args(a) != 2 || a.Args[0] != a.Args[1] {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// gotName returns the symbol an indirect jump through its GOT slot goes
+// to (jmp *foo@GOTPCREL(%rip), gcc's -fno-plt tail calls), or "".
+func gotName(o *ibr.Object, s *ibr.Section, j int) string {
+	in := &s.Insts[j]
+	if !in.Layout.RIPRelative {
+		return ""
+	}
+	f := o.File
+	for _, fr := range in.Relocs {
+		if fr.Off != in.Layout.DispOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
 			continue
 		}
-		if m[r.Target] == nil {
-			m[r.Target] = make(map[int]bool)
+		r := f.Sections[fr.Sec].Relocs[fr.Index]
+		switch r.Type {
+		case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
+			if int(r.Sym) < len(f.Symbols) {
+				return f.Symbols[r.Sym].Name
+			}
 		}
-		m[r.Target][r.Inst] = true
 	}
-	return m
+	return ""
 }
 
 // relocTarget returns the section and offset a relocation in a code

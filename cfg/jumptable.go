@@ -1,155 +1,48 @@
 package cfg
 
 import (
-	"cmp"
 	"debug/elf"
+	"fmt"
 	"slices"
 
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg/effect"
+	"hijack/elfobj"
 	"hijack/ibr"
 )
 
-// table is a jump table in a data section.
-type table struct {
-	sec     uint32 // data section
-	base    uint64 // offset of the table
-	targets []int  // instruction indices in code, in entry order
-	code    *ibr.Section
+// JumpTable is a jump table an indirect jump was proven to dispatch
+// through: the table's address comes from the one definition that reaches
+// the jump, the index is bounded by a range check (or a mask) on every path
+// to it, and every entry up to that bound has a relocation that leads to
+// an instruction of the jump's function.
+//
+// Two forms exist. Absolute tables hold 8-byte addresses (R_X86_64_64),
+// read by `jmp *T(,%idx,8)`, `jmp *(%base,%idx,8)` or a `mov` of the same
+// into the jump's register (code that is not position-independent).
+// Relative tables hold 4-byte offsets from an address, read by `movslq
+// (%base,%idx,4),%r` and added to that address, `add %base,%r; jmp *%r`
+// (gcc and clang with -fPIC or -fPIE, and glibc's assembly).
+type JumpTable struct {
+	Jump  int // the indirect jump
+	Load  int // the instruction that reads the entry (Jump for jmp *T(,%idx,8))
+	Base  int // the instruction that loads the table's address, or -1 when the load's displacement holds it
+	Guard int // the conditional jump (after its cmp) or the and that bounds the index
+	// Sec and Off locate the first entry; entry k is at Off+k*size.
+	Sec uint32
+	Off uint64
+	// Relative entries are 4-byte offsets from RelTo (an offset in Sec,
+	// normally Off); absolute ones are 8-byte addresses.
+	Relative bool
+	RelTo    uint64
+	// Entries holds the target of each entry, in table order: one more
+	// than the index bound.
+	Entries []int
 }
 
-type tableKey struct {
-	sec  uint32
-	base uint64
-}
-
-// tableIndex finds jump tables by their base address.
-type tableIndex struct {
-	o      *ibr.Object
-	byBase map[tableKey]*table
-	// abs holds, per data section, the absolute 8-byte entries that point
-	// into code, sorted by offset; anchors the offsets code refers to.
-	abs     map[uint32][]absEntry
-	anchors map[tableKey]bool
-}
-
-type absEntry struct {
-	off  uint64
-	code *ibr.Section
-	inst int
-}
-
-// findTables collects the jump tables of the object from its relocations:
-// PC-relative tables (entries relative to the table base, which code loads
-// with lea) and absolute ones (runs of 8-byte R_X86_64_64 entries pointing
-// into code, indexed from an address the code refers to).
-func findTables(o *ibr.Object) *tableIndex {
-	ti := &tableIndex{o: o, byBase: make(map[tableKey]*table), abs: make(map[uint32][]absEntry), anchors: make(map[tableKey]bool)}
-	for _, r := range o.Refs {
-		rs := o.File.Sections[r.RelaSec]
-		rel := rs.Relocs[r.Index]
-		if o.BySection[int(rs.Info)] != nil || r.Delta != 0 {
-			continue
-		}
-		if r.Table {
-			k := tableKey{rs.Info, r.TableBase}
-			t := ti.byBase[k]
-			if t == nil {
-				t = &table{sec: rs.Info, base: r.TableBase, code: r.Target}
-				ti.byBase[k] = t
-			}
-			t.targets = append(t.targets, r.Inst)
-			continue
-		}
-		if rel.Type == elf.R_X86_64_64 {
-			ti.abs[rs.Info] = append(ti.abs[rs.Info], absEntry{rel.Off, r.Target, r.Inst})
-		}
-	}
-	for _, es := range ti.abs {
-		slices.SortFunc(es, func(a, b absEntry) int { return cmp.Compare(a.off, b.off) })
-	}
-	for _, s := range o.Code {
-		for i := range s.Insts {
-			in := &s.Insts[i]
-			for _, fr := range in.Relocs {
-				if sec, t, ok := relocTarget(o.File, s, in, fr); ok && t >= 0 && o.BySection[int(sec)] == nil {
-					ti.anchors[tableKey{sec, uint64(t)}] = true
-				}
-			}
-		}
-	}
-	return ti
-}
-
-// absTable returns the absolute table starting at base: the contiguous
-// entries from base up to the next place code refers to.
-func (ti *tableIndex) absTable(sec uint32, base uint64, code *ibr.Section) []int {
-	es := ti.abs[sec]
-	i, found := slices.BinarySearchFunc(es, base, func(e absEntry, v uint64) int { return cmp.Compare(e.off, v) })
-	if !found {
-		return nil
-	}
-	var out []int
-	for k := i; k < len(es) && es[k].code == code; k++ {
-		if k > i && (es[k].off != es[k-1].off+8 || ti.anchors[tableKey{sec, es[k].off}]) {
-			break
-		}
-		out = append(out, es[k].inst)
-	}
-	return out
-}
-
-// targetsFor finds the table an indirect jump at instruction j of fn goes
-// through: the nearest reference, at or before the jump in the function,
-// to the base of a known table. It returns the distinct targets.
-func (ti *tableIndex) targetsFor(s *ibr.Section, fn *ibr.Func, j int) ([]int, bool) {
-	const window = 64 // instructions searched backwards
-	for i := j; i >= fn.Start && i > j-window; i-- {
-		in := &s.Insts[i]
-		for _, fr := range in.Relocs {
-			sec, t, ok := relocTarget(ti.o.File, s, in, fr)
-			if !ok || t < 0 {
-				continue
-			}
-			var targets []int
-			if tb := ti.byBase[tableKey{sec, uint64(t)}]; tb != nil && tb.code == s {
-				targets = tb.targets
-			} else {
-				targets = ti.absTable(sec, uint64(t), s)
-			}
-			if len(targets) == 0 {
-				continue
-			}
-			return dedup(targets), true
-		}
-		if i != j && classify(s, i) == ctlIndirectJump {
-			break // an earlier dispatch: its table is not ours
-		}
-	}
-	// The table's address may have been loaded far from the jump (clang
-	// hoists it out of loops). If the function refers to exactly one
-	// table, the jump uses it.
-	var only []int
-	n := 0
-	for i := fn.Start; i < fn.End; i++ {
-		in := &s.Insts[i]
-		for _, fr := range in.Relocs {
-			sec, t, ok := relocTarget(ti.o.File, s, in, fr)
-			if !ok || t < 0 {
-				continue
-			}
-			if tb := ti.byBase[tableKey{sec, uint64(t)}]; tb != nil && tb.code == s {
-				n++
-				only = tb.targets
-			} else if ts := ti.absTable(sec, uint64(t), s); len(ts) > 0 {
-				n++
-				only = ts
-			}
-		}
-	}
-	if n == 1 {
-		return dedup(only), true
-	}
-	return nil, false
-}
+// Targets returns the distinct targets of the table, in table order.
+func (t *JumpTable) Targets() []int { return dedup(t.Entries) }
 
 func dedup(xs []int) []int {
 	var out []int
@@ -159,4 +52,627 @@ func dedup(xs []int) []int {
 		}
 	}
 	return out
+}
+
+// maxEntries bounds the tables hijack accepts: an index proved below
+// 65536 by a movzwl only is no evidence of a table that large.
+const maxEntries = 1 << 12
+
+// unknownDef stands for a value that comes from outside the function: its
+// entry, a landing pad, a label other code may jump to.
+const unknownDef = -1
+
+// resolver proves indirect jumps of one function to be table dispatches
+// by data flow over its graph: reaching definitions for the table's
+// address and the entry, and a backward walk for the index's bound. The
+// graph's edges may over-approximate (jumps not yet resolved reach every
+// address-taken instruction of the function); they never miss one, so
+// what is proved on them holds.
+type resolver struct {
+	ix  *objIndex
+	g   *Graph
+	s   *ibr.Section
+	fn  *ibr.Func
+	eff []effect.Effect
+	// local marks direct calls to functions of this object: compilers
+	// that see the callee keep values in the caller-saved registers it
+	// leaves alone (see transfer), so such a call does not define them.
+	local map[int]bool
+	// external marks blocks control may enter from outside the
+	// function's own edges: the entry, blocks without predecessors
+	// (landing pads, which the unwinder enters), foreign labels.
+	external []bool
+	budget   int // instructions the bound walk may still visit
+	parts    map[*ibr.Func]*part
+}
+
+func (r *resolver) asm(i int) *x86asm.Inst { return r.s.Asm(i) }
+
+func (r *resolver) effect(i int) *effect.Effect { return &r.eff[i-r.fn.Start] }
+
+// defines reports whether instruction k may change register reg.
+func (r *resolver) defines(k int, reg effect.Reg) bool {
+	e := r.effect(k)
+	if (e.Def | e.Partial).Has(reg) {
+		return true
+	}
+	if (e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall) && !r.local[k] && effect.CallerSaved.Has(reg) {
+		return true
+	}
+	return false
+}
+
+// reach returns the definitions of reg that reach the point before
+// instruction i: instruction indices, and unknownDef for a value from
+// outside the function.
+func (r *resolver) reach(i int, reg effect.Reg) []int {
+	b := r.g.BlockOf(i)
+	if b == nil {
+		return []int{unknownDef}
+	}
+	for k := i - 1; k >= b.Start; k-- {
+		if r.defines(k, reg) {
+			return []int{k}
+		}
+	}
+	var defs []int
+	add := func(d int) {
+		if !slices.Contains(defs, d) {
+			defs = append(defs, d)
+		}
+	}
+	seen := make([]bool, len(r.g.Blocks))
+	work := []*Block{b} // blocks whose entry the value reaches
+	visit := func(p *Block) {
+		if seen[p.Index] {
+			return
+		}
+		seen[p.Index] = true
+		for k := p.End - 1; k >= p.Start; k-- {
+			if r.defines(k, reg) {
+				add(k)
+				return
+			}
+		}
+		work = append(work, p)
+	}
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		if r.external[x.Index] {
+			if via, ok := r.coldPreds(x, reg); ok {
+				for _, p := range via {
+					visit(p)
+				}
+			} else {
+				add(unknownDef)
+			}
+		}
+		for _, p := range x.Preds {
+			visit(p)
+		}
+	}
+	return defs
+}
+
+// part is another function of the object that only this one enters (the
+// .cold part gcc splits off a function), with the registers it may
+// change and the branches of this function into it.
+type part struct {
+	owned   bool
+	defs    effect.RegSet
+	entries []*Block
+}
+
+// coldPreds returns, for a block other code enters, the blocks of this
+// function whose branches reach it through parts of the function that
+// leave reg alone: the value of reg there is the one at those branches.
+// ok is false when the value may come from anywhere else.
+func (r *resolver) coldPreds(x *Block, reg effect.Reg) ([]*Block, bool) {
+	ib := r.ix.in[r.s][x.Start]
+	if x.Index == 0 || ib == nil || ib.other || len(ib.from) == 0 {
+		return nil, false
+	}
+	var out []*Block
+	for _, st := range ib.from {
+		fn := funcOf(st.s, st.i)
+		if fn == nil || fn == r.fn {
+			return nil, false
+		}
+		pt := r.part(fn)
+		if !pt.owned || pt.defs.Has(reg) {
+			return nil, false
+		}
+		out = append(out, pt.entries...)
+	}
+	return out, true
+}
+
+func (r *resolver) part(fn *ibr.Func) *part {
+	if pt := r.parts[fn]; pt != nil {
+		return pt
+	}
+	pt := &part{}
+	if r.parts == nil {
+		r.parts = make(map[*ibr.Func]*part)
+	}
+	r.parts[fn] = pt
+	s := fn.Section
+	for i := fn.Start; i < fn.End; i++ {
+		in := &s.Insts[i]
+		if in.Kind != ibr.Code {
+			return pt
+		}
+		e := effect.Of(s.Asm(i), &in.Layout, s.Bytes(i))
+		pt.defs |= e.Def | e.Partial
+		if e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall {
+			pt.defs |= effect.CallerSaved
+		}
+		ib := r.ix.in[s][i]
+		if ib == nil {
+			continue
+		}
+		if ib.other {
+			return pt
+		}
+		for _, st := range ib.from {
+			b := r.g.BlockOf(st.i)
+			if st.s != r.s || funcOf(st.s, st.i) != r.fn || b == nil || b.End-1 != st.i {
+				return pt
+			}
+			pt.entries = append(pt.entries, b)
+		}
+	}
+	pt.owned = len(pt.entries) > 0
+	return pt
+}
+
+// gpr maps an operand to a general register and its width in bits; the
+// high-byte registers (ah..bh) are refused: they are not the low bits of
+// their register.
+func gpr(a x86asm.Arg) (effect.Reg, int, bool) {
+	x, ok := a.(x86asm.Reg)
+	if !ok || x >= x86asm.AH && x <= x86asm.BH {
+		return 0, 0, false
+	}
+	reg, w, ok := effect.GPR(x)
+	return reg, 8 * w, ok
+}
+
+func args(a *x86asm.Inst) int {
+	n := 0
+	for n < len(a.Args) && a.Args[n] != nil {
+		n++
+	}
+	return n
+}
+
+// addr is an address in a data section.
+type addr struct {
+	sec uint32
+	off int64
+	def int // the instruction that loads it into a register
+}
+
+// fieldTarget returns the data section and offset that the relocation on
+// the 4- or 8-byte field at off of instruction i designates; pc says the
+// field must be PC-relative (else absolute).
+func (r *resolver) fieldTarget(i, off int, pc bool) (uint32, int64, bool) {
+	f := r.ix.o.File
+	in := &r.s.Insts[i]
+	for _, fr := range in.Relocs {
+		if fr.Off != off || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+			continue
+		}
+		rel := f.Sections[fr.Sec].Relocs[fr.Index]
+		class := ibr.ClassOf(rel.Type)
+		if pc != (class == ibr.RelocPC) || class == ibr.RelocOther || rel.Type == elf.R_X86_64_PLT32 {
+			return 0, 0, false
+		}
+		sec, t, ok := relocTarget(f, r.s, in, fr)
+		if !ok || t < 0 || r.ix.o.BySection[int(sec)] != nil || !allocated(f, sec) {
+			return 0, 0, false
+		}
+		return sec, t, true
+	}
+	return 0, 0, false
+}
+
+// address finds the data address register reg holds before instruction i:
+// its one reaching definition is a lea of the address, a mov of it as an
+// immediate, or a copy or offset of a register that holds one.
+func (r *resolver) address(i int, reg effect.Reg, depth int) (addr, string) {
+	defs := r.reach(i, reg)
+	if len(defs) != 1 {
+		return addr{}, fmt.Sprintf("%s has %d reaching definitions", reg, len(defs))
+	}
+	d := defs[0]
+	if d == unknownDef {
+		return addr{}, fmt.Sprintf("%s comes from outside the function", reg)
+	}
+	a := r.asm(d)
+	lay := &r.s.Insts[d].Layout
+	not := func() (addr, string) {
+		return addr{}, fmt.Sprintf("%s is defined at %s, not with a table address", reg, r.where(d))
+	}
+	if args(a) != 2 {
+		return not()
+	}
+	dst, dw, ok := gpr(a.Args[0])
+	if !ok || dst != reg {
+		return not()
+	}
+	switch a.Op {
+	case x86asm.LEA:
+		m, ok := a.Args[1].(x86asm.Mem)
+		if !ok || m.Index != 0 || m.Segment != 0 || dw != 64 {
+			return not()
+		}
+		if m.Base == x86asm.RIP {
+			if lay.DispSize != 4 {
+				return not()
+			}
+			if sec, t, ok := r.fieldTarget(d, lay.DispOff, true); ok {
+				return addr{sec, t, d}, ""
+			}
+			return not()
+		}
+		if base, bw, ok := gpr(m.Base); ok && bw == 64 && depth < 4 && (lay.DispSize == 0 || !r.hasReloc(d, lay.DispOff)) {
+			ad, why := r.address(d, base, depth+1)
+			if why != "" {
+				return ad, why
+			}
+			ad.off += m.Disp
+			ad.def = d
+			return ad, ""
+		}
+	case x86asm.MOV:
+		switch src := a.Args[1].(type) {
+		case x86asm.Imm:
+			// mov $T, %r32 (R_X86_64_32), mov $T, %r64 (sign-extended
+			// imm32, R_X86_64_32S) or movabs $T, %r64 (R_X86_64_64).
+			if lay.ImmSize != 4 && lay.ImmSize != 8 || dw < 32 {
+				return not()
+			}
+			f := r.ix.o.File
+			for _, fr := range r.s.Insts[d].Relocs {
+				if fr.Off != lay.ImmOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+					continue
+				}
+				typ := f.Sections[fr.Sec].Relocs[fr.Index].Type
+				okType := dw == 32 && typ == elf.R_X86_64_32 || dw == 64 && lay.ImmSize == 4 && typ == elf.R_X86_64_32S ||
+					dw == 64 && lay.ImmSize == 8 && typ == elf.R_X86_64_64
+				if !okType {
+					return not()
+				}
+				if sec, t, ok := r.fieldTarget(d, lay.ImmOff, false); ok {
+					return addr{sec, t, d}, ""
+				}
+			}
+			return not()
+		case x86asm.Reg:
+			if sreg, sw, ok := gpr(src); ok && sw == 64 && dw == 64 && depth < 4 {
+				ad, why := r.address(d, sreg, depth+1)
+				if why == "" {
+					ad.def = d
+				}
+				return ad, why
+			}
+		}
+	}
+	return not()
+}
+
+func (r *resolver) hasReloc(i, off int) bool {
+	for _, fr := range r.s.Insts[i].Relocs {
+		if fr.Off == off {
+			return true
+		}
+	}
+	return false
+}
+
+// where names instruction i for reasons: its offset in the section.
+func (r *resolver) where(i int) string {
+	return fmt.Sprintf("0x%x", r.s.Insts[i].Off)
+}
+
+// resolve tries to prove that the indirect jump j dispatches through a
+// jump table. Otherwise it says why not.
+func (r *resolver) resolve(j int) (*JumpTable, string) {
+	r.budget = 1 << 16
+	a := r.asm(j)
+	if a.Op != x86asm.JMP || args(a) != 1 {
+		return nil, "not a near jump hijack decodes"
+	}
+	switch x := a.Args[0].(type) {
+	case x86asm.Mem:
+		return r.absolute(j, j, x)
+	case x86asm.Reg:
+		reg, w, ok := gpr(x)
+		if !ok || w != 64 {
+			return nil, "jump through a register hijack does not model"
+		}
+		defs := r.reach(j, reg)
+		if len(defs) != 1 {
+			return nil, fmt.Sprintf("%s has %d reaching definitions", reg, len(defs))
+		}
+		d := defs[0]
+		if d == unknownDef {
+			return nil, fmt.Sprintf("%s comes from outside the function", reg)
+		}
+		da := r.asm(d)
+		if args(da) == 2 {
+			dst, dw, ok := gpr(da.Args[0])
+			if ok && dst == reg && dw == 64 {
+				switch da.Op {
+				case x86asm.MOV:
+					if m, ok := da.Args[1].(x86asm.Mem); ok {
+						return r.absolute(j, d, m)
+					}
+				case x86asm.ADD:
+					if src, sw, ok := gpr(da.Args[1]); ok && sw == 64 {
+						return r.relative(j, d, reg, src)
+					}
+				case x86asm.LEA:
+					m, ok := da.Args[1].(x86asm.Mem)
+					if ok && m.Scale == 1 && m.Disp == 0 && m.Segment == 0 {
+						x, xw, ok1 := gpr(m.Base)
+						y, yw, ok2 := gpr(m.Index)
+						if ok1 && ok2 && xw == 64 && yw == 64 {
+							return r.relative(j, d, x, y)
+						}
+					}
+				}
+			}
+		}
+		return nil, fmt.Sprintf("%s is computed at %s, not from a jump table", reg, r.where(d))
+	}
+	return nil, "jump operand hijack does not model"
+}
+
+// absolute resolves a dispatch through 8-byte addresses read by load
+// (the jump itself or a mov) from memory operand m.
+func (r *resolver) absolute(j, load int, m x86asm.Mem) (*JumpTable, string) {
+	idx, iw, ok := gpr(m.Index)
+	if !ok || iw != 64 || m.Scale != 8 || m.Segment != 0 {
+		return nil, "jump through memory that is not indexed by 8-byte entries"
+	}
+	lay := &r.s.Insts[load].Layout
+	var t addr
+	switch {
+	case m.Base == 0:
+		if lay.DispSize != 4 {
+			return nil, "table address is not a relocated displacement"
+		}
+		sec, off, ok := r.fieldTarget(load, lay.DispOff, false)
+		if !ok {
+			return nil, "table address is not a relocated displacement"
+		}
+		t = addr{sec, off, -1}
+	default:
+		base, bw, ok := gpr(m.Base)
+		if !ok || bw != 64 || lay.DispSize > 0 && r.hasReloc(load, lay.DispOff) {
+			return nil, "jump through memory whose base is not a register holding a table"
+		}
+		var why string
+		if t, why = r.address(load, base, 0); why != "" {
+			return nil, why
+		}
+		t.off += m.Disp
+	}
+	n, guard, why := r.bound(load, idx)
+	if why != "" {
+		return nil, why
+	}
+	entries, why := r.entries(t.sec, t.off, 0, false, int(n)+1)
+	if why != "" {
+		return nil, why
+	}
+	return &JumpTable{Jump: j, Load: load, Base: t.def, Guard: guard, Sec: t.sec, Off: uint64(t.off), Entries: entries}, ""
+}
+
+// relative resolves a dispatch that adds registers x and y at instruction
+// add: one holds a 4-byte entry read with movslq from a table, the other
+// the address the entries are relative to.
+func (r *resolver) relative(j, add int, x, y effect.Reg) (*JumpTable, string) {
+	for _, p := range [2][2]effect.Reg{{x, y}, {y, x}} {
+		load, ok := r.entryLoad(add, p[0])
+		if !ok {
+			continue
+		}
+		t, idx, at, w := r.indexed(load, 4)
+		if w != "" {
+			return nil, "entry address: " + w
+		}
+		rel, w := r.address(add, p[1], 0)
+		if w != "" {
+			return nil, "relative base: " + w
+		}
+		if rel.sec != t.sec {
+			return nil, "entries read from one section, added to an address in another"
+		}
+		n, guard, w := r.bound(at, idx)
+		if w != "" {
+			return nil, w
+		}
+		entries, w := r.entries(t.sec, t.off, rel.off, true, int(n)+1)
+		if w != "" {
+			return nil, w
+		}
+		return &JumpTable{Jump: j, Load: load, Base: t.def, Guard: guard, Sec: t.sec, Off: uint64(t.off),
+			Relative: true, RelTo: uint64(rel.off), Entries: entries}, ""
+	}
+	return nil, fmt.Sprintf("neither %s nor %s holds a sign-extended 4-byte entry", x, y)
+}
+
+// entryLoad finds the load of the 4-byte entry that reg holds,
+// sign-extended, before instruction i: movslq mem,%reg, or (gcc -O0) mov
+// mem,%r32 then cltq or movslq %r32,%reg.
+func (r *resolver) entryLoad(i int, reg effect.Reg) (int, bool) {
+	defs := r.reach(i, reg)
+	if len(defs) != 1 || defs[0] == unknownDef {
+		return 0, false
+	}
+	d := defs[0]
+	a := r.asm(d)
+	var src effect.Reg
+	switch {
+	case a.Op == x86asm.CDQE && reg == effect.RAX:
+		src = effect.RAX
+	case a.Op == x86asm.MOVSXD && args(a) == 2:
+		dst, dw, ok := gpr(a.Args[0])
+		if !ok || dst != reg || dw != 64 {
+			return 0, false
+		}
+		if _, ok := a.Args[1].(x86asm.Mem); ok {
+			return d, a.MemBytes == 4
+		}
+		s, sw, ok := gpr(a.Args[1])
+		if !ok || sw != 32 {
+			return 0, false
+		}
+		src = s
+	default:
+		return 0, false
+	}
+	defs = r.reach(d, src)
+	if len(defs) != 1 || defs[0] == unknownDef {
+		return 0, false
+	}
+	l := r.asm(defs[0])
+	if l.Op != x86asm.MOV || args(l) != 2 || l.MemBytes != 4 {
+		return 0, false
+	}
+	if dst, dw, ok := gpr(l.Args[0]); !ok || dst != src || dw != 32 {
+		return 0, false
+	}
+	if _, ok := l.Args[1].(x86asm.Mem); !ok {
+		return 0, false
+	}
+	return defs[0], true
+}
+
+// indexed decodes the memory operand of instruction load as a table
+// address plus scale times an index register: (%base,%idx,scale) with the
+// base holding the table, or (gcc -O0) (%x,%y) with one holding the table
+// and the other defined by lea 0(,%idx,scale). It returns the address of
+// entry 0, the index register and the instruction before which the index
+// is that register's value.
+func (r *resolver) indexed(load, scale int) (addr, effect.Reg, int, string) {
+	a := r.asm(load)
+	var m x86asm.Mem
+	found := false
+	for _, arg := range a.Args {
+		if mm, ok := arg.(x86asm.Mem); ok {
+			m, found = mm, true
+		}
+	}
+	lay := &r.s.Insts[load].Layout
+	if !found || m.Segment != 0 || lay.DispSize > 0 && r.hasReloc(load, lay.DispOff) {
+		return addr{}, 0, 0, "not a register-indexed table read"
+	}
+	base, bw, ok1 := gpr(m.Base)
+	idx, iw, ok2 := gpr(m.Index)
+	if !ok1 || !ok2 || bw != 64 || iw != 64 {
+		return addr{}, 0, 0, "not a register-indexed table read"
+	}
+	if int(m.Scale) == scale {
+		t, w := r.address(load, base, 0)
+		t.off += m.Disp
+		return t, idx, load, w
+	}
+	if m.Scale != 1 {
+		return addr{}, 0, 0, fmt.Sprintf("entries of %d bytes read with scale %d", scale, m.Scale)
+	}
+	why := ""
+	for _, p := range [2][2]effect.Reg{{base, idx}, {idx, base}} {
+		t, w := r.address(load, p[0], 0)
+		if w != "" {
+			why = w
+			continue
+		}
+		defs := r.reach(load, p[1])
+		if len(defs) != 1 || defs[0] == unknownDef {
+			return addr{}, 0, 0, fmt.Sprintf("%s has %d reaching definitions", p[1], len(defs))
+		}
+		d := defs[0]
+		l := r.asm(d)
+		ll := &r.s.Insts[d].Layout
+		if l.Op != x86asm.LEA || args(l) != 2 {
+			return addr{}, 0, 0, fmt.Sprintf("%s is not a scaled index", p[1])
+		}
+		dst, dw, ok := gpr(l.Args[0])
+		lm, ok2 := l.Args[1].(x86asm.Mem)
+		if !ok || !ok2 || dst != p[1] || dw != 64 || lm.Base != 0 || int(lm.Scale) != scale || lm.Disp != 0 ||
+			lm.Segment != 0 || ll.DispSize > 0 && r.hasReloc(d, ll.DispOff) {
+			return addr{}, 0, 0, fmt.Sprintf("%s is not a scaled index", p[1])
+		}
+		li, lw, ok := gpr(lm.Index)
+		if !ok || lw != 64 {
+			return addr{}, 0, 0, fmt.Sprintf("%s is not a scaled index", p[1])
+		}
+		t.off += m.Disp
+		return t, li, d, ""
+	}
+	return addr{}, 0, 0, why
+}
+
+// entries decodes n entries of the table at off in data section sec from
+// their relocations: each must lead to an instruction of the function, and
+// ibr must have taken it the same way (emit keeps it pointing there).
+func (r *resolver) entries(sec uint32, off, relTo int64, relative bool, n int) ([]int, string) {
+	f := r.ix.o.File
+	size := int64(8)
+	if relative {
+		size = 4
+	}
+	ds := f.Sections[sec]
+	if off < 0 || ds.Type == elf.SHT_NOBITS || off+int64(n)*size > int64(len(ds.Data)) {
+		return nil, fmt.Sprintf("table of %d entries at %s+0x%x does not fit in its section", n, ds.Name, off)
+	}
+	out := make([]int, 0, n)
+	for k := int64(0); k < int64(n); k++ {
+		eo := uint64(off + k*size)
+		rr, ok := r.ix.rela[sec][eo]
+		if !ok || rr.index < 0 {
+			return nil, fmt.Sprintf("entry %d of %d at %s+0x%x has no relocation", k, n, ds.Name, eo)
+		}
+		rel := f.Sections[rr.sec].Relocs[rr.index]
+		if int(rel.Sym) >= len(f.Symbols) {
+			return nil, fmt.Sprintf("entry %d at %s+0x%x: bad symbol", k, ds.Name, eo)
+		}
+		sym := &f.Symbols[rel.Sym]
+		if sym.Shndx == elfobj.ShnUndef || sym.Shndx != uint32(r.s.Index) {
+			return nil, fmt.Sprintf("entry %d at %s+0x%x leads out of the function's section", k, ds.Name, eo)
+		}
+		var t int64
+		cr := r.ix.ref[[2]int{rr.sec, rr.index}]
+		if relative {
+			if rel.Type != elf.R_X86_64_PC32 {
+				return nil, fmt.Sprintf("entry %d at %s+0x%x is a %s, not a relative entry", k, ds.Name, eo, rel.Type)
+			}
+			t = int64(sym.Value) + rel.Addend - int64(eo) + relTo
+			if cr == nil || !cr.Table || cr.TableBase != uint64(relTo) {
+				return nil, fmt.Sprintf("entry %d at %s+0x%x: ibr did not take it as relative to 0x%x", k, ds.Name, eo, relTo)
+			}
+		} else {
+			if rel.Type != elf.R_X86_64_64 {
+				return nil, fmt.Sprintf("entry %d at %s+0x%x is a %s, not an address", k, ds.Name, eo, rel.Type)
+			}
+			t = int64(sym.Value) + rel.Addend
+		}
+		ti := -1
+		if t >= 0 {
+			ti = r.s.Find(uint64(t))
+		}
+		if ti < r.fn.Start || ti >= r.fn.End || int64(r.s.Insts[ti].Off) != t || r.s.Insts[ti].Kind != ibr.Code {
+			return nil, fmt.Sprintf("entry %d at %s+0x%x does not lead to an instruction of the function", k, ds.Name, eo)
+		}
+		if cr == nil || cr.Target != r.s || cr.Inst != ti || cr.Delta != 0 {
+			return nil, fmt.Sprintf("entry %d at %s+0x%x: ibr links it elsewhere", k, ds.Name, eo)
+		}
+		out = append(out, ti)
+	}
+	return out, ""
 }

@@ -112,7 +112,11 @@ func exitLive(b *Block, ret Live) Live {
 func (g *Graph) liveness(ret Live, localCall map[int]bool) *Liveness {
 	fn := g.Func
 	n := fn.End - fn.Start
-	l := &Liveness{g: g, before: make([]Live, n), after: make([]Live, n), eff: Effects(g)}
+	eff := g.eff
+	if len(eff) != n {
+		eff = Effects(g)
+	}
+	l := &Liveness{g: g, before: make([]Live, n), after: make([]Live, n), eff: eff}
 	in := make([]Live, len(g.Blocks))
 	for changed := true; changed; {
 		changed = false

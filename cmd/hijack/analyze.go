@@ -155,6 +155,12 @@ type blockJSON struct {
 	Incoming int      `json:"preds"`
 }
 
+type indirectJSON struct {
+	Off      uint32 `json:"offset"`
+	TailCall bool   `json:"tail_call"`
+	Reason   string `json:"reason"`
+}
+
 type funcJSON struct {
 	Object      string      `json:"object,omitempty"` // archive member
 	Name        string      `json:"name"`
@@ -165,7 +171,10 @@ type funcJSON struct {
 	Loops       int         `json:"loops"`
 	Irreducible int         `json:"irreducible_loops"`
 	Unresolved  int         `json:"unresolved_indirect_jumps"`
-	Blocks      []blockJSON `json:"blocks"`
+	// Indirect lists the unresolved jumps: where, what hijack made of
+	// them, why they are not table dispatches.
+	Indirect []indirectJSON `json:"unresolved,omitempty"`
+	Blocks   []blockJSON    `json:"blocks"`
 	Calls       []string    `json:"calls"`
 }
 
@@ -186,6 +195,9 @@ func toJSON(a *loops.Analysis, g *cfg.Graph) funcJSON {
 		if l.Irreducible() {
 			fj.Irreducible++
 		}
+	}
+	for _, ij := range g.Indirect {
+		fj.Indirect = append(fj.Indirect, indirectJSON{Off: g.Sec.Insts[ij.Inst].Off, TailCall: ij.TailCall, Reason: ij.Reason})
 	}
 	for _, b := range g.Blocks {
 		in := a.Info(b)
@@ -210,7 +222,7 @@ func toJSON(a *loops.Analysis, g *cfg.Graph) funcJSON {
 }
 
 func summary(w io.Writer, a *loops.Analysis, p *cfg.Program, glob string) {
-	var nb, nl, nirr, nun, ntab int
+	var nb, nl, nirr, nun, ntail, ntab int
 	for _, g := range p.Graphs {
 		if ok, _ := path.Match(glob, g.Func.Name); !ok {
 			continue
@@ -240,6 +252,14 @@ func summary(w io.Writer, a *loops.Analysis, p *cfg.Program, glob string) {
 			fmt.Fprintf(w, " [not rewritable: %s]", fj.Problem)
 		}
 		fmt.Fprintln(w)
+		for _, ij := range fj.Indirect {
+			as := "unknown target, everything live"
+			if ij.TailCall {
+				as = "tail call"
+				ntail++
+			}
+			fmt.Fprintf(w, "  unresolved jmp at %x (%s): %s\n", ij.Off, as, ij.Reason)
+		}
 		for i, b := range fj.Blocks {
 			fmt.Fprintf(w, "  b%-3d %6x-%-6x loop %d cycles %d mem %2d/%-3d score %.3f -> %v", i, b.Start, b.End, b.Loop, b.Cycles, b.MemOps, b.Insns, b.Score, b.Succs)
 			if len(b.Exits) > 0 {
@@ -248,7 +268,7 @@ func summary(w io.Writer, a *loops.Analysis, p *cfg.Program, glob string) {
 			fmt.Fprintln(w)
 		}
 	}
-	fmt.Fprintf(w, "total: %d blocks, %d loops (%d irreducible), %d jump-table dispatches, %d unresolved indirect jumps\n", nb, nl, nirr, ntab, nun)
+	fmt.Fprintf(w, "total: %d blocks, %d loops (%d irreducible), %d jump-table dispatches, %d unresolved indirect jumps (%d as tail calls)\n", nb, nl, nirr, ntab, nun, ntail)
 }
 
 // writeDot writes the CFG of g for Graphviz; fill colour goes from white
