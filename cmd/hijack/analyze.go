@@ -162,20 +162,20 @@ type indirectJSON struct {
 }
 
 type funcJSON struct {
-	Object      string      `json:"object,omitempty"` // archive member
-	Name        string      `json:"name"`
-	Section     string      `json:"section"`
-	Rewritable  bool        `json:"rewritable"`
-	Problem     string      `json:"problem,omitempty"`
-	Inherited   int         `json:"inherited"`
-	Loops       int         `json:"loops"`
-	Irreducible int         `json:"irreducible_loops"`
-	Unresolved  int         `json:"unresolved_indirect_jumps"`
+	Object      string `json:"object,omitempty"` // archive member
+	Name        string `json:"name"`
+	Section     string `json:"section"`
+	Rewritable  bool   `json:"rewritable"`
+	Problem     string `json:"problem,omitempty"`
+	Inherited   int    `json:"inherited"`
+	Loops       int    `json:"loops"`
+	Irreducible int    `json:"irreducible_loops"`
+	Unresolved  int    `json:"unresolved_indirect_jumps"`
 	// Indirect lists the unresolved jumps: where, what hijack made of
 	// them, why they are not table dispatches.
 	Indirect []indirectJSON `json:"unresolved,omitempty"`
 	Blocks   []blockJSON    `json:"blocks"`
-	Calls       []string    `json:"calls"`
+	Calls    []string       `json:"calls"`
 }
 
 func exitNames(e cfg.Exit) []string {
