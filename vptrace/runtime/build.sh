@@ -1,5 +1,8 @@
 #!/bin/sh
-# Build the vptrace runtime: bin/libvptrace.a and bin/vptrace.h.
+# Build the vptrace runtime into OUTDIR: libvptrace.so (programs and
+# shared libraries link it: one runtime per process), libvptrace.a (for
+# -static programs only), vptrace.h (the C API) and vptrace.supp (valgrind
+# suppressions for programs that use the runtime).
 #   vptrace/runtime/build.sh [OUTDIR]     (default: <repo>/bin)
 # From a Makefile:  $(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 set -eu
@@ -10,6 +13,13 @@ GO=${GO:-go}
 mkdir -p "$out"
 cd "$root"
 CGO_ENABLED=1 "$GO" build -buildmode=c-archive -o "$out/libvptrace.a" ./vptrace/runtime
-# cgo's generated header only declares the Go anchor; the API is vptrace.h
+# The shared runtime is never unloaded (-z nodelete): the Go runtime cannot
+# be, and a plugin that depends on it may be dlclose'd while its threads
+# run. Its soname is what instrumented objects record (DT_NEEDED).
+CGO_ENABLED=1 "$GO" build -buildmode=c-shared \
+	-ldflags='-extldflags=-Wl,-z,nodelete,-soname,libvptrace.so' \
+	-o "$out/libvptrace.so" ./vptrace/runtime
+# cgo's generated headers only declare the Go anchor; the API is vptrace.h
 rm -f "$out/libvptrace.h"
 cp "$here/vptrace.h" "$out/vptrace.h"
+cp "$here/vptrace.supp" "$out/vptrace.supp"

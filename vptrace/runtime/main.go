@@ -337,53 +337,57 @@ func (s *consumerState) writeAll(now uint64) {
 
 // ---- site kinds from the registered objects ----
 
+// The kinds come from the runtime's copies (C.vpt_kinds, one per
+// registration of an object at an address), never from a descriptor:
+// dlclose unmaps a library's descriptor while events of its sites may
+// still wait in buffers.
+
 type objRange struct {
 	lo, hi uint64
 	kinds  []trace.Kind
 }
 
 type kindTable struct {
-	seen   map[uintptr]bool
 	ranges []objRange // ascending lo
-	nobjs  uint32
+	nkinds uint32     // C.vpt_kinds entries read
 	cache  map[uint64]trace.Kind
 }
 
 func (k *kindTable) refresh() bool {
-	n := atomic.LoadUint32((*uint32)(unsafe.Pointer(&C.vpt_nobjs)))
-	if n == k.nobjs {
+	n := min(atomic.LoadUint32((*uint32)(unsafe.Pointer(&C.vpt_nkinds))), maxObjs)
+	if n == k.nkinds {
 		return false
 	}
-	k.nobjs = n
-	if k.seen == nil {
-		k.seen = map[uintptr]bool{}
-	}
-	added := false
-	for i := 0; i < min(int(n), maxObjs); i++ {
-		p := atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&C.vpt_objs[i])))
-		if p == nil || k.seen[uintptr(p)] {
-			continue
-		}
-		k.seen[uintptr(p)] = true
-		var ns C.uint32_t
-		sp := C.vpt_obj_sites_ptr((*C.struct_vpt_object)(p), &ns)
-		lo := uint64(uintptr(sp))
-		raw := unsafe.Slice((*byte)(sp), int(ns)*siteSize)
-		r := objRange{lo: lo, hi: lo + uint64(ns)*siteSize, kinds: make([]trace.Kind, ns)}
+	for i := k.nkinds; i < n; i++ {
+		e := (*C.struct_vpt_kinds)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&C.vpt_kinds[i]))))
+		ns := int(e.nsites)
+		raw := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), C.VPT_KINDS_HDR)), ns)
+		r := objRange{lo: uint64(e.sites), hi: uint64(e.sites) + uint64(ns)*siteSize, kinds: make([]trace.Kind, ns)}
 		for j := range r.kinds {
-			r.kinds[j] = trace.Kind(raw[j*siteSize+16])
+			r.kinds[j] = trace.Kind(raw[j])
 		}
-		k.ranges = append(k.ranges, r)
-		added = true
-	}
-	if added {
-		for i := 1; i < len(k.ranges); i++ {
-			for j := i; j > 0 && k.ranges[j].lo < k.ranges[j-1].lo; j-- {
-				k.ranges[j], k.ranges[j-1] = k.ranges[j-1], k.ranges[j]
+		// A later entry at the same address is an object loaded where
+		// an unloaded one was: it replaces the range.
+		j := 0
+		for j < len(k.ranges) && k.ranges[j].lo < r.lo {
+			j++
+		}
+		if j < len(k.ranges) && k.ranges[j].lo == r.lo {
+			old := k.ranges[j]
+			k.ranges[j] = r
+			for site := range k.cache {
+				if site >= old.lo && site < old.hi {
+					delete(k.cache, site)
+				}
 			}
+		} else {
+			k.ranges = append(k.ranges, objRange{})
+			copy(k.ranges[j+1:], k.ranges[j:])
+			k.ranges[j] = r
 		}
 	}
-	return added
+	k.nkinds = n
+	return true
 }
 
 func (k *kindTable) lookup(site uint64) (trace.Kind, bool) {

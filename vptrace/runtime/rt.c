@@ -60,6 +60,10 @@ _Static_assert(offsetof(struct vpt_buf, ev) == VPT_BUF_HDR, "buffer header");
 _Static_assert(offsetof(struct vpt_hot_s, clock) == VH_CLOCK, "VH_CLOCK");
 _Static_assert(offsetof(struct vpt_hot_s, epoch) == VH_EPOCH, "VH_EPOCH");
 _Static_assert(offsetof(struct vpt_thread, cache) == VT_CACHE, "VT_CACHE");
+_Static_assert(offsetof(struct vpt_thread, slots) == VT_SLOTS, "VT_SLOTS");
+_Static_assert(sizeof(struct vpt_thread) == 128, "vpt_thread");
+_Static_assert(sizeof(struct vpt_slothdr) == VPT_SLOTHDR, "vpt_slothdr");
+_Static_assert(offsetof(struct vpt_kinds, kind) == VPT_KINDS_HDR, "vpt_kinds");
 _Static_assert(sizeof(struct vpt_object) == 48, "vpt_object");
 _Static_assert(sizeof(struct vpt_site) == 32, "vpt_site");
 
@@ -72,6 +76,9 @@ HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec")
 HIDDEN const struct vpt_object *vpt_objs[VPT_MAXOBJ];
 HIDDEN uint32_t vpt_nobjs;
 static uint8_t vpt_objdumped[VPT_MAXOBJ];
+HIDDEN struct vpt_kinds *vpt_kinds[VPT_MAXOBJ];
+HIDDEN uint32_t vpt_nkinds;
+static uint32_t obj_kinds[VPT_MAXOBJ]; /* per vpt_objs slot: its vpt_kinds index + 1 */
 HIDDEN struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
 HIDDEN uint32_t vpt_nbufs;
 
@@ -84,6 +91,7 @@ void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, 
 int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
 int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base) HIDDEN;
 int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
+void vpt_slots_c(uint64_t desc, uint64_t tpoff) HIDDEN;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through
  * this, and exec.c (the exec family and _exit). */
@@ -451,11 +459,6 @@ uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites)
 	return (uint64_t)(uintptr_t)&o->sites_rel + (uint64_t)(int64_t)o->sites_rel;
 }
 
-const void *vpt_obj_sites_ptr(const struct vpt_object *o, uint32_t *nsites)
-{
-	return (const void *)(uintptr_t)vpt_obj_sites(o, nsites);
-}
-
 static uint64_t obj_strs(const struct vpt_object *o)
 {
 	return (uint64_t)(uintptr_t)&o->strs_rel + (uint64_t)(int64_t)o->strs_rel;
@@ -487,6 +490,36 @@ static void object_chunk(const struct vpt_object *o)
 	write_chunk_fd(LOAD(&trace_fd), CH_OBJECT, iov, 4);
 }
 
+/* Registration. Registrants (vpt_register, vpt_unregister) take reg_lock
+ * in turn; code that reads registered descriptors (dump_objects,
+ * reset_slots) counts itself in obj_readers without a lock, and
+ * vpt_unregister, once the descriptor is out of vpt_objs, waits for the
+ * readers to leave: it runs in the object's destructor, and dlclose unmaps
+ * the descriptor after it returns. */
+static uint32_t reg_lock;
+static uint32_t obj_readers;
+static uint32_t file_gen = 1; /* moves on with each file (a fork child's) */
+
+static void spin_lock(uint32_t *l)
+{
+	uint32_t z = 0;
+	while (!CAS(l, &z, 1)) {
+		z = 0;
+		sc3(SYS_sched_yield, 0, 0, 0);
+	}
+}
+
+static void spin_unlock(uint32_t *l) { STORE(l, 0); }
+
+static void readers_enter(void) { FADD(&obj_readers, 1); }
+static void readers_leave(void) { FADD(&obj_readers, -1); }
+
+static void readers_drain(void)
+{
+	while (LOAD(&obj_readers) != 0)
+		sc3(SYS_sched_yield, 0, 0, 0);
+}
+
 static void dump_objects(void)
 {
 	uint32_t n = LOAD(&vpt_nobjs);
@@ -494,16 +527,20 @@ static void dump_objects(void)
 		return; /* the file's opener dumps them */
 	if (n > VPT_MAXOBJ)
 		n = VPT_MAXOBJ;
+	readers_enter();
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vpt_object *o = LOADA(&vpt_objs[i]);
-		int dup = 0;
+		uint32_t k;
 		if (!o || LOAD(&vpt_objdumped[i]) || XCHG(&vpt_objdumped[i], 1))
 			continue;
-		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = LOADA(&vpt_objs[j]) == o;
-		if (!dup)
-			object_chunk(o);
+		/* one OBJECT chunk per object and file: a library dlopen'ed
+		 * again at the same address has its chunk there already */
+		k = LOAD(&obj_kinds[i]);
+		if (k && XCHG(&vpt_kinds[k - 1]->dumped, file_gen) == file_gen)
+			continue;
+		object_chunk(o);
 	}
+	readers_leave();
 }
 
 /* Zero the calling thread's last-page slots of objects that publish their
@@ -515,11 +552,64 @@ static void reset_slots(void)
 	if (n > VPT_MAXOBJ)
 		n = VPT_MAXOBJ;
 	__asm__("movq %%fs:0, %0" : "=r"(tp));
+	readers_enter();
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vpt_object *o = LOADA(&vpt_objs[i]);
 		if (o && (o->flags & 2u) && o->reserved != 0)
 			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)o->nsites * 8);
 	}
+	readers_leave();
+}
+
+/* Memory the runtime keeps to the end (the kinds of registered objects):
+ * carved from 1 MiB mappings; with reg_lock held. NULL when out of memory. */
+static void *arena_alloc(size_t n)
+{
+	static uint8_t *cur, *end;
+	void *p;
+	n = (n + 15) & ~(size_t)15;
+	if (n > (size_t)(end - cur)) {
+		size_t sz = n > (1u << 20) ? (n + 4095) & ~(size_t)4095 : 1u << 20;
+		long m = sc6(SYS_mmap, 0, (long)sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m < 0 && m > -4096)
+			return NULL;
+		cur = (uint8_t *)m;
+		end = cur + sz;
+	}
+	p = cur;
+	cur += n;
+	return p;
+}
+
+/* The vpt_kinds entry of o (index + 1): the one an earlier registration of
+ * the same object at the same address made, or a new one; 0 when there is
+ * no room. With reg_lock held. */
+static uint32_t kinds_of(const struct vpt_object *o)
+{
+	uint32_t ns, n = LOAD(&vpt_nkinds);
+	uint64_t sites = vpt_obj_sites(o, &ns);
+	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)sites;
+	struct vpt_kinds *k;
+	for (uint32_t i = n; i-- > 0;) {
+		k = vpt_kinds[i];
+		if (k->sites == sites) {
+			if (k->desc == o && k->id == o->id && k->nsites == ns)
+				return i + 1;
+			break; /* another object where this one was: a new entry */
+		}
+	}
+	if (n >= VPT_MAXOBJ || !(k = arena_alloc(sizeof *k + ns)))
+		return 0;
+	k->sites = sites;
+	k->id = o->id;
+	k->nsites = ns;
+	k->dumped = 0;
+	k->desc = o;
+	for (uint32_t i = 0; i < ns; i++)
+		k->kind[i] = s[i].kind;
+	STORER(&vpt_kinds[n], k);
+	STORER(&vpt_nkinds, n + 1);
+	return n + 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -977,6 +1067,32 @@ static void status_chunk(uint8_t *b, uint32_t flags, uint32_t err)
 
 static char asked_path[4096]; /* out_path before create_trace moved it */
 
+/* Create the directories of path that do not exist (mode 0777 less the
+ * umask, as mkdir -p), so that VPTRACE_OUT=dir/%p.vpt works for a test
+ * suite's first process; what cannot be made is found out by the open. */
+static void make_parents(const char *path)
+{
+	static char dir[4096];
+	struct stat st;
+	size_t n = cstrlen(path);
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	if (n <= 1 || n >= sizeof dir)
+		return;
+	copy_bytes(dir, path, n - 1);
+	dir[n - 1] = 0;
+	if (sc3(SYS_stat, dir, &st, 0) == 0)
+		return;
+	for (size_t i = 1; i < n; i++) {
+		if (dir[i] != '/' && dir[i] != 0)
+			continue;
+		char c = dir[i];
+		dir[i] = 0;
+		sc3(SYS_mkdir, dir, 0777, 0);
+		dir[i] = c;
+	}
+}
+
 /* Create the trace file, never opening an existing one: it holds another
  * process image's trace (the same pid before an exec, a sibling sharing
  * VPTRACE_OUT, an earlier run), which truncating or appending to would
@@ -992,6 +1108,7 @@ static long create_trace(int child)
 	struct stat st;
 	int first = child && !out_hasp ? 1 : 0;
 	long fd;
+	make_parents(out_path);
 	if (sc3(SYS_stat, out_path, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode))
 			return -EISDIR;
@@ -1354,6 +1471,10 @@ static void child_fixup(int from_atfork)
 	for (uint32_t i = 0; i < VPT_MAXOBJ; i++)
 		if (vpt_objdumped[i])
 			vpt_objdumped[i] = 0;
+	/* (held by threads the child does not have) */
+	STORE(&reg_lock, 0);
+	STORE(&obj_readers, 0);
+	FADD(&file_gen, 1); /* the child's file has no OBJECT chunk yet */
 	open_ns = vpt_now();
 	STORE(&write_errno, 0); /* (the parent's file's) */
 	trace_regular = 0;
@@ -2146,6 +2267,139 @@ void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, 
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* slot arrays of objects of tls: indirect (ABI.md)                     */
+
+/* Such an object has one initial-exec TLS word instead of its slots: the
+ * address of this thread's slot array for it, 0 until vpt_slots maps one.
+ * The arrays of a thread are listed in vpt_t.slots (a header before each
+ * array says which word points to it) and unmapped at its exit, by
+ * vpt_unregister for the object going away, and by vpt_slots once the
+ * word no longer points to them (the object was unloaded and its TLS
+ * given to a later load). A word is reset only while it still points to
+ * its array: a word of an unloaded object lies in the thread's static TLS
+ * block, which stays mapped while the thread lives, and holds another
+ * object's value once the loader reuses it. */
+
+static uint64_t thread_pointer(void)
+{
+	uint64_t tp;
+	__asm__("movq %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+static uint64_t *slot_word(uint64_t tp, const struct vpt_slothdr *h)
+{
+	return (uint64_t *)(uintptr_t)(tp + h->tpoff);
+}
+
+static uint64_t slot_array(const struct vpt_slothdr *h)
+{
+	return (uint64_t)(uintptr_t)h + VPT_SLOTHDR;
+}
+
+static void slots_push(struct vpt_thread *t, struct vpt_slothdr *h)
+{
+	struct vpt_slothdr *old = LOAD(&t->slots);
+	do
+		h->next = old;
+	while (!CAS(&t->slots, &old, h));
+}
+
+/* Unmap the thread's arrays that drop says go (resetting the words that
+ * still point to them), keep the others. The list is taken whole (a
+ * signal handler's vpt_slots adds to an empty one meanwhile). */
+static void slots_filter(struct vpt_thread *t, int (*drop)(uint64_t tp, const struct vpt_slothdr *h, const void *arg), const void *arg)
+{
+	uint64_t tp = thread_pointer();
+	struct vpt_slothdr *h = XCHG(&t->slots, NULL), *next;
+	for (; h; h = next) {
+		next = h->next;
+		if (!drop(tp, h, arg)) {
+			slots_push(t, h);
+			continue;
+		}
+		uint64_t a = slot_array(h);
+		CAS(slot_word(tp, h), &a, 0);
+		sc3(SYS_munmap, (long)(uintptr_t)h, (long)h->bytes, 0);
+	}
+}
+
+static int slots_stale(uint64_t tp, const struct vpt_slothdr *h, const void *arg)
+{
+	(void)arg;
+	return LOAD(slot_word(tp, h)) != slot_array(h);
+}
+
+static int slots_all(uint64_t tp, const struct vpt_slothdr *h, const void *arg)
+{
+	(void)tp, (void)h, (void)arg;
+	return 1;
+}
+
+static int slots_of(uint64_t tp, const struct vpt_slothdr *h, const void *arg)
+{
+	(void)tp;
+	return h->desc == arg;
+}
+
+/* o goes away: the calling thread's array for it (the others' go when
+ * their threads exit or map another array). */
+static void slots_forget(const struct vpt_object *o)
+{
+	slots_filter(&vpt_t, slots_of, o);
+}
+
+static void fatal(const char *const *parts)
+{
+	static char msg[512];
+	say(msg, sizeof msg, parts);
+	sc3(SYS_kill, sys_getpid(), SIGABRT, 0);
+	sc3(SYS_exit_group, 127, 0, 0);
+}
+
+/* vpt_slots (stubs.S, every register saved): the calling thread has no
+ * slot array for the object desc yet, whose TLS word is at tpoff from the
+ * thread pointer. Maps one, zeroed, and points the word to it. */
+void vpt_slots_c(uint64_t desc, uint64_t tpoff)
+{
+	const struct vpt_object *o = (const struct vpt_object *)(uintptr_t)desc;
+	struct vpt_thread *t = &vpt_t;
+	uint64_t *word = (uint64_t *)(uintptr_t)(thread_pointer() + tpoff), want = 0;
+	struct vpt_slothdr *h;
+	size_t bytes;
+	long m;
+	if (LOAD(word))
+		return; /* (a signal handler's call mapped it) */
+	if (o->magic != VPT_OBJ_MAGIC || o->nsites >= (1u << 24)) {
+		const char *msg[] = {"vptrace: a bad object descriptor asks for TLS slots; aborting\n", NULL};
+		fatal(msg);
+	}
+	slots_filter(t, slots_stale, NULL);
+	bytes = ((size_t)VPT_SLOTHDR + 8 * (size_t)(o->nsites ? o->nsites : 1) + 4095) & ~(size_t)4095;
+	m = sc6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m < 0 && m > -4096) {
+		char why[128], size[24];
+		const char *msg[] = {"vptrace: cannot map ", size, " bytes of TLS slots: ", why, "; aborting\n", NULL};
+		utoa(bytes, size);
+		errno_text((int)-m, why, sizeof why);
+		fatal(msg);
+	}
+	h = (struct vpt_slothdr *)m;
+	h->tpoff = tpoff;
+	h->bytes = bytes;
+	h->desc = o;
+	slots_push(t, h);
+	if (!CAS(word, &want, slot_array(h)))
+		return; /* a signal handler's call was first: this one goes at exit */
+	/* the key destructor unmaps the arrays */
+	if (!(t->flags & (VTF_KEYED | VTF_INBATCH | VTF_RUNTIME))) {
+		t->flags |= VTF_INBATCH;
+		thread_key(t);
+		t->flags &= ~VTF_INBATCH;
+	}
+}
+
 /* pthread key destructor: the thread exits */
 static void key_dtor(void *arg)
 {
@@ -2174,6 +2428,9 @@ static void key_dtor(void *arg)
 	t->buf = NULL;
 	t->cur = t->end = 0;
 	cache_unmap(t);
+	/* (instrumented code in later destructors maps an array again, and
+	 * keys the thread again for another round of destructors) */
+	slots_filter(t, slots_all, NULL);
 	t->flags = (t->flags | VTF_EXITED) & ~(VTF_INBATCH | VTF_KEYED);
 }
 
@@ -2330,7 +2587,7 @@ void vpt_before_exit(void)
 
 void vpt_register(const struct vpt_object *o)
 {
-	uint32_t n, i;
+	uint32_t n, i, free = VPT_MAXOBJ;
 	if (!o)
 		return;
 	if (init_normal() != ST_READY)
@@ -2339,33 +2596,58 @@ void vpt_register(const struct vpt_object *o)
 		warn_once(W_OBJ, (uint64_t)(uintptr_t)o, "vpt_register: bad object descriptor ignored");
 		return;
 	}
+	spin_lock(&reg_lock);
 	n = LOAD(&vpt_nobjs);
 	if (n > VPT_MAXOBJ)
 		n = VPT_MAXOBJ;
-	for (i = 0; i < n; i++)
-		if (LOADA(&vpt_objs[i]) == o)
+	for (i = 0; i < n; i++) {
+		const struct vpt_object *p = LOADA(&vpt_objs[i]);
+		if (p == o) {
+			spin_unlock(&reg_lock);
 			return;
-	i = FADD(&vpt_nobjs, 1);
-	if (i >= VPT_MAXOBJ) {
-		warn_once(W_MAXOBJ, VPT_MAXOBJ, "vpt_register: too many objects");
-		return;
+		}
+		if (!p && free == VPT_MAXOBJ)
+			free = i; /* an unregistered object's */
 	}
+	i = free;
+	if (i == VPT_MAXOBJ) {
+		if (n >= VPT_MAXOBJ) {
+			spin_unlock(&reg_lock);
+			warn_once(W_MAXOBJ, VPT_MAXOBJ, "vpt_register: too many objects");
+			return;
+		}
+		i = n;
+		STORE(&vpt_nobjs, n + 1);
+	}
+	STORE(&obj_kinds[i], kinds_of(o));
+	STORE(&vpt_objdumped[i], 0);
 	STORER(&vpt_objs[i], o);
+	spin_unlock(&reg_lock);
 	dump_objects();
 }
 
-/* The object goes away (dlclose): forget it. Its sites stay resolvable in
- * the trace (its OBJECT chunk was written at registration). */
+static void slots_forget(const struct vpt_object *o);
+
+/* The object goes away (dlclose; hijack's destructor calls this last of
+ * the object's destructors): forget it, and return only when no thread
+ * reads its descriptor any more. Its sites stay resolvable in the trace
+ * (its OBJECT chunk was written at registration) and for the aggregator
+ * (vpt_kinds). */
 void vpt_unregister(const struct vpt_object *o)
 {
-	uint32_t n = LOAD(&vpt_nobjs);
+	uint32_t n;
+	if (!o)
+		return;
+	spin_lock(&reg_lock);
+	n = LOAD(&vpt_nobjs);
 	if (n > VPT_MAXOBJ)
 		n = VPT_MAXOBJ;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct vpt_object *p = o;
+	for (uint32_t i = 0; i < n; i++)
 		if (LOADA(&vpt_objs[i]) == o)
-			CAS(&vpt_objs[i], &p, NULL);
-	}
+			STORE(&vpt_objs[i], NULL);
+	slots_forget(o);
+	spin_unlock(&reg_lock);
+	readers_drain();
 }
 
 void vptrace_start(void)

@@ -12,6 +12,7 @@
 #define VT_DEPTH  16  /* stub nesting (signal handlers interrupting a stub) */
 #define VT_FLAGS  20
 #define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE entries, or 0 */
+#define VT_SLOTS  96  /* the thread's slot arrays of tls: indirect objects (a list) */
 #define VPT_CACHE 32768 /* entries: VPT_CACHE / 2 sets of two */
 #define VPT_CACHE_SHIFT 50 /* the set: the top 14 bits of key * 0x9e3779b97f4a7c15 */
 
@@ -71,8 +72,22 @@ struct vpt_thread {
 	 * threads with small stacks); 0: none. The range memo (rt.c) follows
 	 * them in the mapping. */
 	uint64_t *cache;
-	uint64_t pad3[4];      /* 96 */
+	/* 96: the slot arrays vpt_slots mapped for this thread (objects of
+	 * tls: indirect, ABI.md), a list; unmapped by the key destructor */
+	struct vpt_slothdr *slots;
+	uint64_t pad3[3];      /* 104 */
 };
+
+/* The head of a slot array of an object of tls: indirect: the mapping
+ * starts with it, and the object's TLS word points past it (at slot 0). */
+struct vpt_slothdr {
+	struct vpt_slothdr *next; /* the thread's list */
+	uint64_t tpoff;           /* the object's TLS word, from the thread pointer */
+	uint64_t bytes;           /* the mapping's size */
+	const struct vpt_object *desc; /* the object */
+	uint64_t pad[4];
+};
+#define VPT_SLOTHDR 64
 
 /* buffer states */
 #define VB_FREE   0u
@@ -118,6 +133,23 @@ extern struct vpt_hot_s vpt_hot;
 
 extern const struct vpt_object *vpt_objs[VPT_MAXOBJ];
 extern uint32_t vpt_nobjs;
+
+/* The site kinds of a registered object, copied at registration: the Go
+ * consumer reads these, never a descriptor (which dlclose unmaps). Entries
+ * are immutable once published and never freed; a later entry with the
+ * same sites address (a library loaded again where an unloaded one was)
+ * replaces an earlier one for lookups. */
+struct vpt_kinds {
+	uint64_t sites;          /* address of sites[0] */
+	uint64_t id;             /* the object's id */
+	uint32_t nsites;
+	uint32_t dumped;         /* the file generation its OBJECT chunk went to */
+	const struct vpt_object *desc;
+	uint8_t kind[];          /* nsites kinds, at VPT_KINDS_HDR */
+};
+#define VPT_KINDS_HDR 32
+extern struct vpt_kinds *vpt_kinds[VPT_MAXOBJ];
+extern uint32_t vpt_nkinds;
 extern struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
 extern uint32_t vpt_nbufs;
 
@@ -134,7 +166,6 @@ extern uint64_t vpt_flush_requested(void);
 extern uint64_t vpt_final_requested(void);
 extern void vpt_flush_done(uint64_t ticket, int final);
 extern uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites);
-extern const void *vpt_obj_sites_ptr(const struct vpt_object *o, uint32_t *nsites);
 extern int vpt_interval_ms(void);
 extern void vpt_write_failed(int err);             /* a write to the trace failed: errno */
 extern int vpt_write_errno(void);                  /* the first failed write's errno, or 0 */

@@ -667,6 +667,53 @@ vpt_vec:
 	FULLSTUB vpt_range_dyn, vpt_range_dyn_c, vpt_range_dyn_quick
 
 /*
+ * vpt_slots: the calling thread has no slot array yet for an object of
+ * tls: indirect (ABI.md): its TLS word is 0. Called by the object's
+ * __vpt_slotsetup_<id> with the word's offset from the thread pointer
+ * pushed, the return address pointing at nopl desc(%rip) (the object's
+ * descriptor); the red zone was stepped over. Saves everything (the
+ * general registers, the flags, the vector state: once per thread and
+ * object, the C code may call libc) and calls vpt_slots_c(desc, tpoff),
+ * which maps the array and points the word to it. The caller pops the
+ * argument.
+ */
+	.globl vpt_slots
+	.type vpt_slots, @function
+	.p2align 4
+vpt_slots:
+	.cfi_startproc
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	PUSH_CFI rax, rcx, rdx, rsi, rdi, r8  /* 0 r8 .. 40 rax, 48 flags, 56 ret, 64 tpoff */
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -72
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq 64(%rbp), %rax             /* return address -> nopl desc(%rip) */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi         /* the descriptor */
+	movq 72(%rbp), %rsi             /* the word's offset */
+	XSAVE_CALL vpt_slots_c
+	leaq -24(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %rbp
+	.cfi_def_cfa %rsp, 64
+	.cfi_restore %rbp
+	POP_CFI r8, rdi, rsi, rdx, rcx, rax
+	popfq
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size vpt_slots, .-vpt_slots
+
+/*
  * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|
  * ZMM_Hi256|Hi16_ZMM: everything C code may touch; AMX tiles, PKRU, CET are
  * left alone) and vpt_xsave_size (end of the highest component in the

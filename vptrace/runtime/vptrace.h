@@ -1,8 +1,14 @@
 /*
- * vptrace.h: the runtime of hijack's vptrace preset (bin/libvptrace.a).
+ * vptrace.h: the runtime of hijack's vptrace preset (bin/libvptrace.so,
+ * and bin/libvptrace.a for static programs).
  *
- * Link rewritten objects with the runtime:
- *     cc main.o foo.inst.o bin/libvptrace.a -lpthread -o app
+ * Link rewritten objects with the runtime: programs and shared libraries
+ * depend on the shared runtime, so that a process has one runtime however
+ * many of its components are instrumented:
+ *     cc main.o foo.inst.o -Lbin -lvptrace -Wl,-rpath,$PWD/bin -o app
+ *     cc -shared foo.inst.o -Lbin -lvptrace -Wl,-rpath,$PWD/bin -o libfoo.so
+ * (hijack cc adds these); a -static program links the archive instead:
+ *     cc -static main.o foo.inst.o bin/libvptrace.a -lpthread -o app
  * and run:
  *     VPTRACE_OUT=app.vpt ./app
  *     hijack report app.vpt
@@ -15,8 +21,12 @@
  *   VPTRACE_OUT=PATH        trace file; "%p" is replaced by the process id
  *                           (default "vptrace.%p.vpt" in the current
  *                           directory). A relative PATH is taken relative to
- *                           the directory at start-up. Never an existing
- *                           file: see "Trace file names" below.
+ *                           the directory at start-up. Its directories are
+ *                           created if missing (as mkdir -p: mode 0777 less
+ *                           the umask): VPTRACE_OUT=/tmp/traces/%p.vpt puts
+ *                           the files of every process of a test suite in
+ *                           one directory. Never an existing file: see
+ *                           "Trace file names" below.
  *   VPTRACE=off             disable tracing: no file, events are discarded
  *                           (also 0, no, false).
  *   VPTRACE_START=stopped   start stopped: nothing is recorded until

@@ -817,7 +817,8 @@ static int stopstart(void)
 	char *b = pages(20);
 	vpt_register(&vt_object);   /* a repeat: ignored */
 	vpt_unregister(&vt_object); /* forgotten ... */
-	vpt_register(&vt_object);   /* ... and registered again: a second OBJECT chunk */
+	vpt_register(&vt_object);   /* ... and registered again: the same object at
+	                             * the same address has its OBJECT chunk already */
 	for (int i = 0; i < 5; i++)
 		R(b + i * 4096);
 	vptrace_stop();
