@@ -63,7 +63,10 @@
 //	                                    sizeexp 4..30 is the same as log2
 //	usestack  bool, default false       trace rsp/rbp-based (stack) accesses too
 //	tls       enum, default auto        local-exec (executables only),
-//	                                    initial-exec (also shared libraries), auto
+//	                                    initial-exec (also shared libraries
+//	                                    loaded at start-up), indirect (any,
+//	                                    dlopen'ed too), auto (local-exec or
+//	                                    indirect, from the object)
 //	exact     bool, default false       skip nothing as same-page
 //
 // clobber — overwrite registers and flags that liveness says are dead:

@@ -159,17 +159,17 @@ func TestParseErrors(t *testing.T) {
 		{"bool quoted", vp(`exact: "true"`), 5, `rule 1: param exact of preset vptrace: want true or false, got string "true"`},
 
 		// enum
-		{"enum unknown", vp("tls: remote"), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, auto, got string "remote"`},
-		{"enum case", vp("tls: Auto"), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, auto, got string "Auto"`},
-		{"enum int", vp("tls: 1"), 5, "rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, auto, got 1"},
-		{"enum list", vp("tls: [auto]"), 5, "rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, auto, got a list"},
+		{"enum unknown", vp("tls: remote"), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, indirect, auto, got string "remote"`},
+		{"enum case", vp("tls: Auto"), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, indirect, auto, got string "Auto"`},
+		{"enum int", vp("tls: 1"), 5, "rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, indirect, auto, got 1"},
+		{"enum list", vp("tls: [auto]"), 5, "rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, indirect, auto, got a list"},
 
 		// Rule order.
 		{"unreachable after default", rule("preset: vptrace") + "  - preset: pad\n", 4, "rule 2: unreachable: rule 1 (line 3) already applies to every function; rules are tried in order and the first that selects a function wins"},
 		{"unreachable after star", rule("preset: pad", `functions: ["*"]`) + "  - preset: pad\n    functions: [main]\n", 5, "rule 2: unreachable: rule 1 (line 3) already applies to every function; rules are tried in order and the first that selects a function wins"},
 
 		// Long and multi-line values stay on one line, clipped.
-		{"clipped", vp("tls: \"" + strings.Repeat("x", 100) + "\\nnext\""), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, auto, got string "` + strings.Repeat("x", 40) + `..."`},
+		{"clipped", vp("tls: \"" + strings.Repeat("x", 100) + "\\nnext\""), 5, `rule 1: param tls of preset vptrace: want one of local-exec, initial-exec, indirect, auto, got string "` + strings.Repeat("x", 40) + `..."`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

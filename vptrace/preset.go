@@ -5,8 +5,8 @@
 // already covers, and inserts for every remaining access a short sequence
 // that computes its page and compares it with the page the same site last
 // recorded in this thread (a TLS slot): only a page change calls the
-// runtime (bin/libvptrace.a). ABI.md in this directory is the contract
-// with the runtime.
+// runtime (bin/libvptrace.so, or bin/libvptrace.a in static programs).
+// ABI.md in this directory is the contract with the runtime.
 package vptrace
 
 import (
@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/twitchyliquid64/golang-asm/obj"
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
@@ -43,14 +44,42 @@ const (
 	descSize = 48
 	siteSize = 32
 	magic    = 0x31545056 // "VPT1"
+
+	flagIE       = 1 // descriptor flags: the slots (or their word) are initial-exec TLS
+	flagIndirect = 4 // tls: indirect, the TLS word points to the slots
 )
+
+// tlsModel is how inserted code reaches the object's per-thread slots
+// (ABI.md, "Per-thread last-page slots").
+type tlsModel int
+
+const (
+	// localExec: the slots in the executable's static TLS block, at an
+	// offset the linker fixes (executables only).
+	localExec tlsModel = iota
+	// initialExec: the slots in the static TLS block through a GOT entry
+	// the loader fills: executables, and libraries loaded at start-up. A
+	// dlopen'ed library gets static TLS only from glibc's small surplus
+	// (1664 bytes by default: about 150 sites, less what other libraries
+	// took).
+	initialExec
+	// indirect: one initial-exec TLS word (8 bytes, whatever the number
+	// of sites) holds the address of this thread's slot array, which the
+	// runtime maps on the thread's first use (vpt_slots): any executable
+	// or library, dlopen'ed ones too.
+	indirect
+)
+
+func (m tlsModel) String() string {
+	return [...]string{"local-exec", "initial-exec", "indirect"}[m]
+}
 
 // objState is what the preset accumulates for one object.
 type objState struct {
 	o        *ibr.Object
 	id       uint64
 	suffix   string
-	ie       bool // initial-exec TLS (else local-exec)
+	tls      tlsModel
 	prog     *cfg.Program
 	analysis *loops.Analysis
 	live     map[*cfg.Graph]*cfg.Liveness
@@ -76,7 +105,7 @@ func (p *Preset) Begin(o *ibr.Object, params []rules.Params) error {
 			continue
 		}
 		if model != "" && m != model {
-			return fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (initial-exec links into executables and shared libraries alike)",
+			return fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (indirect links into executables and shared libraries alike)",
 				from, model, ps.Origin(), m)
 		}
 		model, from = m, ps.Origin()
@@ -96,9 +125,9 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 	if err != nil {
 		return err
 	}
-	if tls != "" && tls != st.model() {
+	if tls != "" && tls != st.tls.String() {
 		// (Begin rules this out; a caller that skips it learns here.)
-		return fmt.Errorf("vptrace: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, st.model())
+		return fmt.Errorf("vptrace: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, st.tls)
 	}
 	threshold := params.Float("threshold")
 	pagesize := params.Size("pagesize")
@@ -141,9 +170,10 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 }
 
 // state returns the object's state, setting it up on first use: analyses,
-// TLS model (tls: "initial-exec", "local-exec", or "" to choose from the
-// object), and the symbols the inserted code refers to (added before any
-// code refers to symbols by index, since local symbols renumber).
+// TLS model (tls: "local-exec", "initial-exec", "indirect", or "" to
+// choose from the object), and the symbols the inserted code refers to
+// (added before any code refers to symbols by index, since local symbols
+// renumber).
 func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -162,11 +192,19 @@ func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
 	st := &objState{o: o, id: h.Sum64(), b: snippet.New()}
 	st.suffix = fmt.Sprintf("%016x", st.id)
 	switch tls {
-	case "initial-exec":
-		st.ie = true
 	case "local-exec":
+		st.tls = localExec
+	case "initial-exec":
+		st.tls = initialExec
+	case "indirect":
+		st.tls = indirect
 	default:
-		st.ie = isPIC(f)
+		// What may go into a shared library may be dlopen'ed, where
+		// static TLS for its slots is scarce.
+		st.tls = localExec
+		if isPIC(f) {
+			st.tls = indirect
+		}
 	}
 	st.prog = cfg.Build(o)
 	st.analysis = loops.Analyze(st.prog)
@@ -183,27 +221,23 @@ func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
 	local(st.sym("sites"), elf.STT_OBJECT, st.secData)
 	local(st.sym("slots"), elf.STT_TLS, st.secSlots)
 	local(st.sym("ctor"), elf.STT_FUNC, st.secText)
+	local(st.sym("dtor"), elf.STT_FUNC, st.secText)
+	if st.tls == indirect {
+		local(st.sym("slotsetup"), elf.STT_FUNC, st.secText)
+	}
 	p.states[o] = st
 	return st, nil
-}
-
-// model names the object's TLS model.
-func (st *objState) model() string {
-	if st.ie {
-		return "initial-exec"
-	}
-	return "local-exec"
 }
 
 func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
 
 // isPIC reports whether the object may end up in a shared library, which
-// needs initial-exec TLS: unless it shows that it was compiled for an
-// executable only, it may. Evidence for an executable: absolute 32-bit
-// addresses (non-PIC code), or PC-relative references from code to global
-// data of default visibility, which a shared library could not bind
+// local-exec TLS cannot link into: unless it shows that it was compiled
+// for an executable only, it may. Evidence for an executable: absolute
+// 32-bit addresses (non-PIC code), or PC-relative references from code to
+// global data of default visibility, which a shared library could not bind
 // locally (gcc -fPIE). Objects with neither (functions that only use their
-// arguments) get initial-exec, which links anywhere.
+// arguments) get the model that links anywhere.
 func isPIC(f *elfobj.File) bool {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
@@ -250,8 +284,11 @@ func (st *objState) finish() error {
 	le.PutUint32(data[0:], magic)
 	le.PutUint32(data[4:], 1)
 	le.PutUint32(data[8:], uint32(n))
-	if st.ie {
-		le.PutUint32(data[12:], 1)
+	switch st.tls {
+	case initialExec:
+		le.PutUint32(data[12:], flagIE)
+	case indirect:
+		le.PutUint32(data[12:], flagIE|flagIndirect)
 	}
 	// The sites and strings follow in this section: plain offsets.
 	le.PutUint32(data[16:], uint32(descSize-16))
@@ -312,7 +349,11 @@ func (st *objState) finish() error {
 	data = append(data, st.strs.data...)
 	sec := f.Sections[st.secData]
 	sec.Data = data
-	f.Sections[st.secSlots].Size = uint64(8 * max(n, 1))
+	slots := uint64(8 * max(n, 1))
+	if st.tls == indirect {
+		slots = 8 // the word; the runtime maps the slots
+	}
+	f.Sections[st.secSlots].Size = slots
 	setSym := func(what string, size uint64) {
 		k := f.FindSymbol(st.sym(what))
 		f.Symbols[k].Size = size
@@ -322,26 +363,68 @@ func (st *objState) finish() error {
 	}
 	setSym("desc", descSize)
 	setSym("sites", uint64(siteSize*n))
-	setSym("slots", uint64(8*max(n, 1)))
+	setSym("slots", slots)
 	return st.addConstructor()
 }
 
-// addConstructor emits `__vpt_ctor_<id>: lea desc(%rip),%rdi; jmp
-// vpt_register` in its own code section and an .init_array entry that
-// runs it.
+// addConstructor emits the object's functions into its code section
+// .text.vptrace, and the array entries that run two of them:
+//
+//	__vpt_ctor_<id>:  lea desc(%rip),%rdi; jmp *vpt_register@GOTPCREL(%rip)    (.init_array)
+//	__vpt_dtor_<id>:  lea desc(%rip),%rdi; jmp *vpt_unregister@GOTPCREL(%rip)  (.fini_array.00000)
+//	__vpt_slotsetup_<id>  (tls: indirect: the sites call it, ABI.md)
+//
+// The runtime is reached through the GOT, never a PLT: a lazy-binding
+// resolver would run on the first call with the registers of the
+// interrupted code, and clobbers some (r10, r11 and the flags on x86-64);
+// the linker turns the indirect jumps and calls into direct ones where
+// the runtime is in the same link (a static program). The destructor's
+// priority 0 runs it after every other destructor of the module (the
+// highest priorities run first, 0 last): the object's code cannot run
+// after its registration is gone, then dlclose unmaps it.
 func (st *objState) addConstructor() error {
 	f := st.o.File
 	b := st.b
-	b.LeaQ(snippet.RIP(st.sym("desc"), 0), snippet.RDI)
-	b.JmpSym("vpt_register")
+	desc := snippet.RIP(st.sym("desc"), 0)
+	b.Label("ctor")
+	b.LeaQ(desc, snippet.RDI)
+	b.Inst(obj.AJMP, snippet.GOTPCRELX("vpt_register"))
+	b.Label("dtor")
+	b.LeaQ(desc, snippet.RDI)
+	b.Inst(obj.AJMP, snippet.GOTPCRELX("vpt_unregister"))
+	if st.tls == indirect {
+		// vpt_slots(tpoff of the word) with nopl desc(%rip) after the
+		// call, like a site's call; every register and the flags kept.
+		b.Label("slotsetup")
+		b.LeaQ(snippet.Mem(snippet.RSP, -8), snippet.RSP)
+		b.PushQ(snippet.RAX)
+		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippet.RAX)
+		b.MovQ(snippet.RAX, snippet.Mem(snippet.RSP, 8))
+		b.PopQ(snippet.RAX)
+		b.Call(snippet.GOTPCRELX("vpt_slots"))
+		siteNop(b, "desc")
+		b.LeaQ(snippet.Mem(snippet.RSP, 8), snippet.RSP)
+		b.Ret()
+	}
+	b.Label("end")
 	code, err := b.Assemble()
 	if err != nil {
 		return fmt.Errorf("vptrace: constructor: %w", err)
 	}
 	text := st.secText
 	f.Sections[text].Data = code.Bytes
-	ctor := f.FindSymbol(st.sym("ctor"))
-	f.Symbols[ctor].Size = uint64(len(code.Bytes))
+	fn := func(what, from, to string) uint32 {
+		k := f.FindSymbol(st.sym(what))
+		f.Symbols[k].Value = uint64(code.Labels[from])
+		f.Symbols[k].Size = uint64(code.Labels[to] - code.Labels[from])
+		return k
+	}
+	ctor := fn("ctor", "ctor", "dtor")
+	dtor := fn("dtor", "dtor", "end")
+	if st.tls == indirect {
+		f.Symbols[dtor].Size = uint64(code.Labels["slotsetup"] - code.Labels["dtor"])
+		fn("slotsetup", "slotsetup", "end")
+	}
 	var rs []elfobj.Rela
 	for _, r := range code.Relocs {
 		k := f.FindSymbol(r.Sym)
@@ -350,10 +433,17 @@ func (st *objState) addConstructor() error {
 		}
 		rs = append(rs, elfobj.Rela{Off: uint64(r.Off), Type: r.Type, Sym: k, Addend: r.Addend})
 	}
+	if off, ok := code.Labels["desc"]; ok {
+		rs = append(rs, elfobj.Rela{Off: uint64(off + 3), Type: elf.R_X86_64_PC32, Sym: f.FindSymbol(st.sym("desc")), Addend: -4})
+	}
 	f.AddSection(&elfobj.Section{Name: ".rela.text.vptrace", Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(text), Align: 8, Entsize: 24, Relocs: rs})
-	ia := f.AddSection(&elfobj.Section{Name: ".init_array", Type: elf.SHT_INIT_ARRAY, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Align: 8, Entsize: 8, Data: make([]byte, 8)})
-	f.AddSection(&elfobj.Section{Name: ".rela.init_array", Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(ia), Align: 8, Entsize: 24,
-		Relocs: []elfobj.Rela{{Off: 0, Type: elf.R_X86_64_64, Sym: ctor}}})
+	entry := func(name string, typ elf.SectionType, sym uint32) {
+		sec := f.AddSection(&elfobj.Section{Name: name, Type: typ, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Align: 8, Entsize: 8, Data: make([]byte, 8)})
+		f.AddSection(&elfobj.Section{Name: ".rela" + name, Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(sec), Align: 8, Entsize: 24,
+			Relocs: []elfobj.Rela{{Off: 0, Type: elf.R_X86_64_64, Sym: sym}}})
+	}
+	entry(".init_array", elf.SHT_INIT_ARRAY, ctor)
+	entry(".fini_array.00000", elf.SHT_FINI_ARRAY, dtor)
 	return nil
 }
 

@@ -108,7 +108,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		if e.after {
 			live = lv.After(e.inst)
 		}
-		sn, err := st.sweepCode(s, k, live.Regs, delta, exit, adj)
+		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj)
 		if err != nil {
 			return err
 		}
@@ -186,24 +186,35 @@ func (st *objState) instrumentRepAfter(s *site) error {
 	st.sites = append(st.sites, s)
 	// Before: mov %rcx, slot.
 	b := st.b
-	if st.ie {
+	if st.tls == localExec {
+		b.MovQ(snippet.RCX, st.slotAt(b, k, snippet.NoReg, true, false))
+	} else {
 		free, bw, err := pickRegs(1, lv.Before(at).Regs|1<<effect.RCX, 1<<effect.RSP|1<<effect.RCX, 0)
 		if err != nil {
 			return err
 		}
-		if len(bw) > 0 {
+		// (the flags are dead before the instruction, which sets them)
+		flags := st.tls == indirect && lv.Before(at).Flags&effect.Status != 0
+		stepped := len(bw) > 0 || flags
+		if stepped {
 			b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+		}
+		if len(bw) > 0 {
 			b.PushQ(snippetRegs[bw[0]])
 		}
-		U := snippetRegs[free[0]]
-		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
-		b.MovQ(snippet.RCX, snippet.Mem(U, int32(8*k)).Seg(snippet.FS))
+		if flags {
+			b.Pushfq()
+		}
+		b.MovQ(snippet.RCX, st.slotAt(b, k, snippetRegs[free[0]], true, stepped))
+		if flags {
+			b.Popfq()
+		}
 		if len(bw) > 0 {
 			b.PopQ(snippetRegs[bw[0]])
+		}
+		if stepped {
 			b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
 		}
-	} else {
-		b.MovQ(snippet.RCX, snippet.TPOFF(st.sym("slots"), int64(8*k)))
 	}
 	before, err := st.assemble(k)
 	if err != nil {
@@ -211,12 +222,7 @@ func (st *objState) instrumentRepAfter(s *site) error {
 	}
 	// After: push the slot, call vpt_rep_after.
 	after, err := st.argCall(s, k, lv.After(at).Regs, "vpt_rep_after", func(b *snippet.Builder, S snippet.Reg, shift int32) error {
-		if st.ie {
-			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), S)
-			b.MovQ(snippet.Mem(S, int32(8*k)).Seg(snippet.FS), S)
-		} else {
-			b.MovQ(snippet.TPOFF(st.sym("slots"), int64(8*k)), S)
-		}
+		b.MovQ(st.slotAt(b, k, S, false, true), S)
 		return nil
 	})
 	if err != nil {
@@ -249,7 +255,7 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 		return nil, err
 	}
 	b.PushQ(S)
-	b.CallSym(stub)
+	callRuntime(b, stub)
 	siteNop(b, "site")
 	b.LeaQ(snippet.Mem(snippet.RSP, 8), snippet.RSP)
 	for i := len(borrowed) - 1; i >= 0; i-- {
@@ -260,17 +266,21 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 }
 
 // sweepCode builds the entry (exit false) or exit code of sweep site k.
-// It changes no flags. adj is what the exit of a sweep with a register
-// step pushes for vpt_range_dyn (ABI.md).
-func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int64, exit bool, adj int64) (*ibr.Snippet, error) {
+// It changes no flags (flagsLive: whether they are live there). adj is
+// what the exit of a sweep with a register step pushes for vpt_range_dyn
+// (ABI.md).
+func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive bool, delta int64, exit bool, adj int64) (*ibr.Snippet, error) {
 	b := st.b
 	need := 1
 	if exit {
 		need = 2
 	}
-	if st.ie {
+	if st.tls != localExec {
 		need++
 	}
+	// The entry of an indirect object tests the slot array's address
+	// (slotArray): live flags are saved around it.
+	saveFlags := st.tls == indirect && !exit && flagsLive
 	reserved := effect.RegSet(1 << effect.RSP)
 	if s.dynStep != nil {
 		// the runtime reads the step register at the call: not a scratch
@@ -281,7 +291,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		return nil, err
 	}
 	shift := int32(0)
-	if exit || len(borrowed) > 0 {
+	if exit || len(borrowed) > 0 || saveFlags {
 		b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
 		shift = redZone
 	}
@@ -297,15 +307,16 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 	}
 	S := snippetRegs[free[0]]
 	b.LeaQ(ea, S)
-	slot := snippet.TPOFF(st.sym("slots"), int64(8*k))
-	if st.ie {
-		U := snippetRegs[free[need-1]]
-		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
-		slot = snippet.Mem(U, int32(8*k)).Seg(snippet.FS)
+	if saveFlags {
+		b.Pushfq()
 	}
+	slot := st.slotAt(b, k, snippetRegs[free[need-1]], !exit, shift > 0)
 	var labels []string
 	if !exit {
 		b.MovQ(S, slot)
+		if saveFlags {
+			b.Popfq()
+		}
 	} else {
 		T := snippetRegs[free[1]]
 		b.MovQ(slot, T)
@@ -314,10 +325,10 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, delta int6
 		pushed := int32(16)
 		if s.dynStep != nil {
 			b.PushQ(snippet.Imm(adj))
-			b.CallSym("vpt_range_dyn")
+			callRuntime(b, "vpt_range_dyn")
 			pushed += 8
 		} else {
-			b.CallSym("vpt_range")
+			callRuntime(b, "vpt_range")
 		}
 		labels = []string{"site0"}
 		siteNop(b, labels[0])
@@ -349,7 +360,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
 		need++
 	}
-	if st.ie && !exact {
+	if st.tls != localExec && !exact {
 		need++
 	}
 	if s.rep {
@@ -376,18 +387,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		}
 		shift = redZone + 8*int32(len(spill))
 	}
-	slot := func(u effect.Reg) snippet.Operand {
-		if st.ie {
-			return snippet.Mem(snippetRegs[u], int32(8*k)).Seg(snippet.FS)
-		}
-		return snippet.TPOFF(st.sym("slots"), int64(8*k))
-	}
 	var nops []string
 	call := func(stub string) {
 		if shift == 0 {
 			b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
 		}
-		b.CallSym(stub)
+		callRuntime(b, stub)
 		label := "site" + strconv.Itoa(len(nops))
 		nops = append(nops, label)
 		siteNop(b, label)
@@ -429,22 +434,29 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			next++
 			b.LeaQ(snippet.Mem(rs, int32(s.hi-s.lo-1)), rt)
 		}
-		var U effect.Reg
-		if st.ie && !exact {
-			U = free[next]
-			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippetRegs[U])
+		// The slot: initial-exec loads its offset before the flags are
+		// saved, indirect its array after (slotArray tests it).
+		var slot snippet.Operand
+		switch {
+		case st.tls == localExec:
+			slot = st.slotAt(b, k, snippet.NoReg, true, false)
+		case st.tls == initialExec && !exact:
+			slot = st.slotAt(b, k, snippetRegs[free[next]], true, shift != 0)
 		}
 		saveFlags()
+		if st.tls == indirect && !exact {
+			slot = st.slotAt(b, k, snippetRegs[free[next]], true, shift != 0)
+		}
 		stub := "vpt_slow_" + regNames[free[0]]
 		check := func(same string) {
 			if exact {
 				call(stub)
 				return
 			}
-			b.CmpQ(rs, slot(U))
+			b.CmpQ(rs, slot)
 			b.Jcc(snippet.CondE, same)
 			call(stub)
-			b.MovQ(rs, slot(U))
+			b.MovQ(rs, slot)
 			b.Label(same)
 		}
 		switch {
@@ -510,6 +522,69 @@ func straddleCheck(b *snippet.Builder, r snippet.Reg, n int64, cross string) {
 func siteNop(b *snippet.Builder, label string) {
 	b.Label(label)
 	b.Bytes(0x0f, 0x1f, 0x05, 0, 0, 0, 0)
+}
+
+// callRuntime calls a runtime entry point through the GOT: `call
+// *stub@GOTPCREL(%rip)` (R_X86_64_GOTPCRELX), 6 bytes. Unlike a call
+// through the PLT, it never goes through the lazy-binding resolver, which
+// would run with the interrupted code's registers and clobbers some; the
+// loader fills the GOT entry before the object's code runs, and a static
+// link turns it into a direct call. The return address is the same
+// distance from the call's end as a direct call's: the nopl after it.
+func callRuntime(b *snippet.Builder, stub string) {
+	b.Call(snippet.GOTPCRELX(stub))
+}
+
+// slotAt returns the memory operand of site k's slot, with U (a scratch
+// register; none for local-exec) holding what the model needs: for
+// initial-exec the slots' offset from the thread pointer (from the GOT),
+// for indirect this thread's slot array (from the object's TLS word). An
+// indirect write first maps the array if the thread has none (slotArray),
+// which changes the flags; reads come after a write of the same slot in
+// the same thread (a sweep's entry, the store before a repe cmps), which
+// mapped it. stepped: rsp is already below the red zone.
+func (st *objState) slotAt(b *snippet.Builder, k int, U snippet.Reg, write, stepped bool) snippet.Operand {
+	switch st.tls {
+	case initialExec:
+		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
+		return snippet.Mem(U, int32(8*k)).Seg(snippet.FS)
+	case indirect:
+		if write {
+			st.slotArray(b, U, stepped)
+		} else {
+			b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
+			b.MovQ(snippet.Mem(U, 0).Seg(snippet.FS), U)
+		}
+		return snippet.Mem(U, int32(8*k))
+	}
+	return snippet.TPOFF(st.sym("slots"), int64(8*k))
+}
+
+// slotArray loads into U this thread's slot array of the object (tls:
+// indirect), from the object's TLS word; while the word is 0 (the
+// thread's first use of the object), it calls the object's
+// __vpt_slotsetup_<id>, which has the runtime map one, and loads again:
+//
+//	1: mov slots@gottpoff(%rip),U; mov %fs:(U),U; test U,U; jnz 2f
+//	   lea -128(%rsp),%rsp; call __vpt_slotsetup_<id>; lea 128(%rsp),%rsp; jmp 1b
+//	2:
+//
+// The test changes the flags.
+func (st *objState) slotArray(b *snippet.Builder, U snippet.Reg, stepped bool) {
+	b.Label("slots")
+	b.MovQ(snippet.GOTTPOFF(st.sym("slots")), U)
+	b.MovQ(snippet.Mem(U, 0).Seg(snippet.FS), U)
+	b.TestQ(U, U)
+	b.Jcc(snippet.CondNE, "slotsok")
+	if !stepped {
+		b.LeaQ(snippet.Mem(snippet.RSP, -redZone), snippet.RSP)
+	}
+	b.CallSym(st.sym("slotsetup"))
+	if !stepped {
+		b.LeaQ(snippet.Mem(snippet.RSP, redZone), snippet.RSP)
+	}
+	b.Jmp("slots")
+	b.Label("slotsok")
 }
 
 // assemble finishes the snippet in st.b for site k: its code, its

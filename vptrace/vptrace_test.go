@@ -85,17 +85,28 @@ func relocTypes(t *testing.T, obj string) map[elf.R_X86_64]int {
 // TestSweepsExact runs kernels whose loops become sweeps (and some that
 // cannot) and compares the traced pages with the pages the driver knows
 // they touched: none missing, none extra.
+//
+// The kernels are linked into the program with the runtime archive, and
+// (shared) built -fPIC into a shared library (tls auto: indirect) that
+// depends on the shared runtime.
 func TestSweepsExact(t *testing.T) {
 	testutil.Need(t, "gcc")
 	rt := runtimeArchive(t)
-	for _, opt := range []string{"-O0", "-O1", "-O2", "-O3"} {
+	for _, opt := range []string{"-O0", "-O1", "-O2", "-O3", "-O0/shared", "-O2/shared", "-O3/shared"} {
 		t.Run(opt, func(t *testing.T) {
+			opt, shared := strings.CutSuffix(opt, "/shared")
 			dir := t.TempDir()
-			k := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt)
 			drv := testutil.Compile(t, dir, "gcc", "testdata/sweeps_main.c", "-O2")
-			inst := instrument(t, k)
 			exe := filepath.Join(dir, "app")
-			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			if shared {
+				inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt, "-fPIC"))
+				so := filepath.Join(dir, "libsweeps.so")
+				testutil.Link(t, "gcc", so, "-shared", inst, "-L"+runtimeDir, "-lvptrace", "-Wl,-rpath,"+runtimeDir)
+				testutil.Link(t, "gcc", exe, drv, so, "-Wl,-rpath,"+dir)
+			} else {
+				inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt))
+				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			}
 			vpt := filepath.Join(dir, "app.vpt")
 			cmd := exec.Command(exe)
 			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
@@ -169,38 +180,129 @@ func TestSweepsExact(t *testing.T) {
 }
 
 // TestTLSModel: an object that can only go into an executable uses
-// local-exec TLS; one that may go into a shared library uses initial-exec
-// and links into one.
+// local-exec TLS for its slots; one that may go into a shared library uses
+// indirect (one initial-exec word: ABI.md), unless the rules ask for a
+// model. Whatever the model, the object reaches the runtime through the
+// GOT only (no PLT, whose lazy-binding resolver clobbers registers), and
+// unregisters itself from a last destructor. The PIC objects link into a
+// shared library that depends on the shared runtime and run.
 func TestTLSModel(t *testing.T) {
 	testutil.Need(t, "gcc")
-	rt := runtimeArchive(t)
+	runtimeArchive(t)
 	dir := t.TempDir()
 	exeObj := testutil.CompileString(t, dir, "gcc", "g.c", "extern long g[]; long get(long i) { long s = 0; for (long k = 0; k < i; k++) s += g[k]; return s; }\n", "-O2")
-	if r := relocTypes(t, instrument(t, exeObj)); r[elf.R_X86_64_TPOFF32] == 0 || r[elf.R_X86_64_GOTTPOFF] != 0 {
-		t.Errorf("executable object: relocations %v, want local-exec TPOFF32 only", r)
-	}
 	pic := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", "-O2", "-fPIC")
-	inst := instrument(t, pic)
-	if r := relocTypes(t, inst); r[elf.R_X86_64_GOTTPOFF] == 0 || r[elf.R_X86_64_TPOFF32] != 0 {
-		t.Errorf("PIC object: relocations %v, want initial-exec GOTTPOFF only", r)
-	}
-	so := filepath.Join(dir, "libsweeps.so")
-	testutil.Link(t, "gcc", so, "-shared", inst)
 	drv := testutil.Compile(t, dir, "gcc", "testdata/sweeps_main.c", "-O2")
-	exe := filepath.Join(dir, "app")
-	testutil.Link(t, "gcc", exe, drv, so, rt, "-lpthread", "-Wl,-rpath,"+dir)
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "so.vpt"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	for _, c := range []struct {
+		name     string
+		obj      string
+		settings []string
+		tls      elf.R_X86_64 // the slots' relocation: TPOFF32 or GOTTPOFF
+		flags    uint32       // descriptor flags (bit 0 initial-exec, bit 2 indirect)
+		word     bool         // the slots symbol is one word
+	}{
+		{"executable", exeObj, nil, elf.R_X86_64_TPOFF32, 0, false},
+		{"PIC", pic, nil, elf.R_X86_64_GOTTPOFF, 5, true},
+		{"PIC initial-exec", pic, []string{"tls=initial-exec"}, elf.R_X86_64_GOTTPOFF, 1, false},
+		{"PIC indirect", pic, []string{"tls=indirect"}, elf.R_X86_64_GOTTPOFF, 5, true},
+		{"PIC local-exec", pic, []string{"tls=local-exec"}, elf.R_X86_64_TPOFF32, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cd := t.TempDir()
+			obj := filepath.Join(cd, "k.o")
+			data, err := os.ReadFile(c.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(obj, data, 0o644)
+			inst := instrument(t, obj, c.settings...)
+			r := relocTypes(t, inst)
+			other := elf.R_X86_64_GOTTPOFF + elf.R_X86_64_TPOFF32 - c.tls
+			if r[c.tls] == 0 || r[other] != 0 {
+				t.Errorf("relocations %v, want %v and no %v", r, c.tls, other)
+			}
+			f, err := elf.Open(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			desc, err := f.Section(".vptrace").Data()
+			if err != nil || len(desc) < 48 {
+				t.Fatalf("descriptor: %v", err)
+			}
+			nsites, flags := binary.LittleEndian.Uint32(desc[8:]), binary.LittleEndian.Uint32(desc[12:])
+			if flags != c.flags {
+				t.Errorf("descriptor flags %#x, want %#x", flags, c.flags)
+			}
+			syms, _ := f.Symbols()
+			for _, sym := range syms {
+				if strings.HasPrefix(sym.Name, "__vpt_slots_") {
+					want := 8 * uint64(max(nsites, 1))
+					if c.word {
+						want = 8
+					}
+					if sym.Size != want {
+						t.Errorf("%s: %d bytes, want %d (%d sites)", sym.Name, sym.Size, want, nsites)
+					}
+				}
+			}
+			if f.Section(".fini_array.00000") == nil {
+				t.Error("no .fini_array.00000: the object never unregisters")
+			}
+			calls := runtimeRelocs(t, f, syms)
+			for typ, n := range calls {
+				if typ != elf.R_X86_64_GOTPCRELX {
+					t.Errorf("%d references to the runtime by %v, want GOTPCRELX only (never the PLT)", n, typ)
+				}
+			}
+			if calls[elf.R_X86_64_GOTPCRELX] == 0 {
+				t.Error("no call into the runtime")
+			}
+			if c.obj != pic || c.tls == elf.R_X86_64_TPOFF32 {
+				return
+			}
+			so := filepath.Join(cd, "libsweeps.so")
+			testutil.Link(t, "gcc", so, "-shared", inst, "-L"+runtimeDir, "-lvptrace", "-Wl,-rpath,"+runtimeDir)
+			exe := filepath.Join(cd, "app")
+			testutil.Link(t, "gcc", exe, drv, so, "-Wl,-rpath,"+cd)
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(cd, "so.vpt"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			tr, err := trace.Load(filepath.Join(cd, "so.vpt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Threads) == 0 {
+				t.Fatal("no thread traced from the shared library")
+			}
+		})
 	}
-	tr, err := trace.Load(filepath.Join(dir, "so.vpt"))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// runtimeRelocs counts, by type, the relocations of f that refer to the
+// runtime's entry points (vpt_*, undefined in the object).
+func runtimeRelocs(t *testing.T, f *elf.File, syms []elf.Symbol) map[elf.R_X86_64]int {
+	t.Helper()
+	m := map[elf.R_X86_64]int{}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		d, _ := s.Data()
+		for k := 0; k+24 <= len(d); k += 24 {
+			info := binary.LittleEndian.Uint64(d[k+8:])
+			i := int(info>>32) - 1 // (Symbols drops the null symbol)
+			if i < 0 || i >= len(syms) {
+				continue
+			}
+			if sym := syms[i]; strings.HasPrefix(sym.Name, "vpt_") && sym.Section == elf.SHN_UNDEF {
+				m[elf.R_X86_64(info&0xffffffff)]++
+			}
+		}
 	}
-	if len(tr.Threads) == 0 {
-		t.Fatal("no thread traced from the shared library")
-	}
+	return m
 }
 
 // constantsOnly reports whether every site that touched the page reads a
