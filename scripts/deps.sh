@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 PKGS=(
 	gcc g++ clang csmith libcsmith-dev valgrind gdb binutils make
 	zlib1g-dev liblua5.4-dev libsqlite3-dev libssl-dev libc6-dev dpkg-dev
+	autoconf automake libtool cmake meson ninja-build
 )
 
 # the real-world suite (scripts/realworld/): the short set (bzip2, zstd), all
