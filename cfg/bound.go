@@ -102,6 +102,14 @@ func (r *resolver) boundIn(b *Block, end int, st idxState, g *guardFact, active 
 			ns, inh, hasInh, stop := r.through(k, st)
 			if hasInh {
 				tighten(inh, k)
+				// A value k bounds by inh, checked afterwards to be
+				// other than inh (clang -O0 widens a byte, then
+				// compares the 64-bit value with 255: sub $0xff; je).
+				for _, a := range active {
+					if a.ne && a.l == st.loc && a.w == st.w && !st.sext && a.n == inh && inh > 0 {
+						tighten(inh-1, a.jcc)
+					}
+				}
 			}
 			if stop {
 				return best, bestAt, have
