@@ -67,7 +67,8 @@ status when the compiler fails.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// ccArgs: hijack-cc-COMPILER, a link to hijack, is hijack cc -- COMPILER.
+	os.Exit(run(ccArgs(os.Args), os.Stdout, os.Stderr))
 }
 
 // Exit statuses, the same for every subcommand (documented in usage).
