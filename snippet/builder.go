@@ -344,7 +344,7 @@ func (o Operand) validate() error {
 		if o.sym == "" && o.off != int64(int32(o.off)) {
 			return fmt.Errorf("displacement out of range in %v", o)
 		}
-		if o.sym != "" && o.rel != elf.R_X86_64_32S && o.rel != elf.R_X86_64_TPOFF32 {
+		if o.sym != "" && o.rel != elf.R_X86_64_32S && o.rel != elf.R_X86_64_TPOFF32 && o.rel != elf.R_X86_64_DTPOFF32 {
 			return fmt.Errorf("bad relocation in %v", o)
 		}
 	case kindRIP:

@@ -382,6 +382,19 @@ var gasCases = []gasCase{
 		`,
 	},
 	{
+		name: "tls-dtpoff",
+		build: func(b *Builder) {
+			b.LeaQ(DTPOFF("t_arr", 0).Base(RAX).Index(R13, 8), RBX)
+			b.MovQ(RBP, DTPOFF("t_arr", 24).Base(RAX))
+			b.MovL(Imm(3), DTPOFF("cnt", 0).Base(RDI))
+		},
+		gas: `
+			leaq t_arr@dtpoff(%rax,%r13,8), %rbx
+			movq %rbp, t_arr@dtpoff+24(%rax)
+			movl $3, cnt@dtpoff(%rdi)
+		`,
+	},
+	{
 		name: "segment-prefixes",
 		build: func(b *Builder) {
 			b.MovQ(Mem(NoReg, 0x28).Seg(FS), RAX) // stack-protector canary

@@ -226,6 +226,16 @@ func TPOFF(sym string, off int64) Operand {
 	return Operand{kind: kindMem, seg: FS, off: off, sym: sym, rel: elf.R_X86_64_TPOFF32}
 }
 
+// DTPOFF is the memory operand sym@dtpoff+off (R_X86_64_DTPOFF32): a
+// thread-local variable's offset in its module's TLS block, with the
+// block's address in a base register (what __tls_get_addr returned in a
+// local-dynamic sequence): DTPOFF("t", 8).Base(RAX). No segment. Where the
+// linker relaxes the sequence to local-exec (an executable), it resolves
+// every DTPOFF32 of the code to the variable's TPOFF, as the compiler's own.
+func DTPOFF(sym string, off int64) Operand {
+	return Operand{kind: kindMem, off: off, sym: sym, rel: elf.R_X86_64_DTPOFF32}
+}
+
 // RIP is the RIP-relative memory operand sym+off(%rip) (R_X86_64_PC32). The
 // ELF addend is computed by Assemble: off minus the distance from the field
 // to the end of the instruction (-4, or -5/-6/-8 when an immediate follows).

@@ -299,7 +299,9 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 				// A load from the GOT: not program data (and the
 				// linker may relax it away).
 				return nil
-			case elf.R_X86_64_TPOFF32:
+			case elf.R_X86_64_TPOFF32, elf.R_X86_64_DTPOFF32:
+				// (local-exec; local-dynamic: the module's TLS
+				// block in the base register, clang -fPIC)
 				st.seg = segTLS
 			case elf.R_X86_64_PC32, elf.R_X86_64_32S, elf.R_X86_64_32:
 				st.seg = segGlobal

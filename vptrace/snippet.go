@@ -673,8 +673,11 @@ func (st *objState) address(s *site, shift int32, extra int64) (snippet.Operand,
 		// variable's offset (lea ignores the %fs the operand carries;
 		// the caller adds the segment base) or an absolute address.
 		op := snippet.SymAbs(name, s.rel.addend+extra)
-		if s.rel.typ == elf.R_X86_64_TPOFF32 {
+		switch s.rel.typ {
+		case elf.R_X86_64_TPOFF32:
 			op = snippet.TPOFF(name, s.rel.addend+extra)
+		case elf.R_X86_64_DTPOFF32:
+			op = snippet.DTPOFF(name, s.rel.addend+extra)
 		}
 		if base != snippet.NoReg {
 			op = op.Base(base)
