@@ -23,8 +23,11 @@ threshold T of vptrace selects blocks scoring >= T).
 
   (default)      a readable summary per function
   --json         per function: name, section, blocks (start, end, loop_depth,
-                 cycles, score, mem_ops, insns, succs) and calls; for an
-                 archive also "object": "IN.a(MEMBER)"
+                 cycles, score, mem_ops, insns, succs), calls, the jump-table
+                 dispatches ("tables": jump, table, relative, targets) and
+                 the indirect jumps not proven to be ("unresolved": offset,
+                 tail_call, reason); for an archive also "object":
+                 "IN.a(MEMBER)"
   --dot FUNC     the CFG of FUNC for Graphviz, blocks coloured by score:
                  hijack analyze --dot main a.o | dot -Tsvg > main.svg
   --func GLOB    only functions matching GLOB (summary and --json)
@@ -161,6 +164,15 @@ type indirectJSON struct {
 	Reason   string `json:"reason"`
 }
 
+// tableJSON is a jump-table dispatch cfg proved: the jump, where the
+// table is, and the targets of its entries in table order.
+type tableJSON struct {
+	Jump     uint32   `json:"jump"`
+	Table    string   `json:"table"` // SECTION+0xOFF
+	Relative bool     `json:"relative"`
+	Targets  []uint32 `json:"targets"`
+}
+
 type funcJSON struct {
 	Object      string `json:"object,omitempty"` // archive member
 	Name        string `json:"name"`
@@ -174,6 +186,7 @@ type funcJSON struct {
 	// Indirect lists the unresolved jumps: where, what hijack made of
 	// them, why they are not table dispatches.
 	Indirect []indirectJSON `json:"unresolved,omitempty"`
+	Tables   []tableJSON    `json:"tables,omitempty"`
 	Blocks   []blockJSON    `json:"blocks"`
 	Calls    []string       `json:"calls"`
 }
@@ -198,6 +211,17 @@ func toJSON(a *loops.Analysis, g *cfg.Graph) funcJSON {
 	}
 	for _, ij := range g.Indirect {
 		fj.Indirect = append(fj.Indirect, indirectJSON{Off: g.Sec.Insts[ij.Inst].Off, TailCall: ij.TailCall, Reason: ij.Reason})
+	}
+	for _, jt := range g.Tables {
+		tj := tableJSON{Jump: g.Sec.Insts[jt.Jump].Off, Relative: jt.Relative, Targets: []uint32{}}
+		tj.Table = fmt.Sprintf("%d+0x%x", jt.Sec, jt.Off)
+		if f := a.Prog.Obj.File; int(jt.Sec) < len(f.Sections) {
+			tj.Table = fmt.Sprintf("%s+0x%x", f.Sections[jt.Sec].Name, jt.Off)
+		}
+		for _, e := range jt.Entries {
+			tj.Targets = append(tj.Targets, g.Sec.Insts[e].Off)
+		}
+		fj.Tables = append(fj.Tables, tj)
 	}
 	for _, b := range g.Blocks {
 		in := a.Info(b)
