@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -41,6 +42,7 @@ var ccFiles = map[string]string{
 	"o.c++":   "int oc(int x) { return x | 1; }\n",
 	"q.ii":    "# 1 \"q.cc\"\nint qii(int x) { return x ^ 3; }\n",
 	"inc/i.h": "#define I 1\n",
+	"sub/d.c": "int d(int x) { return x - 4; }\n",
 	// response files: nested, quoted, with -flto inside
 	"args.rsp":    "-O2 @more.rsp -o 'my app'\n",
 	"more.rsp":    "-flto a.c \"b.c\"\n",
@@ -244,6 +246,8 @@ type ccCase struct {
 
 var ccCases = []ccCase{
 	{name: "several sources", args: "-c a.c b.c c.c"},
+	{name: "a source in another directory", args: "-c sub/d.c b.c"},
+	{name: "-o in another directory", args: "-c sub/d.c -o out/d.o"},
 	{name: "-MD", args: "-c -MD a.c"},
 	{name: "-MF -MT -MQ", args: "-c -MMD -MF deps/a.dep -MT t -MQ q$ a.c -o obj/a.o"},
 	{name: "coverage", args: "-c --coverage a.c -o obj/a.o"},
@@ -619,4 +623,62 @@ func TestCCMeson(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Configure-style probes whose output is /dev/null: the compiler and
+// hijack cc write into a character device with /dev/null's numbers, made
+// in the test's directories (the real one is never a test's target),
+// which stays a device; the same status, messages and files.
+func TestCCDevNull(t *testing.T) {
+	t.Parallel()
+	reportWall(t)
+	needHijack(t)
+	if cfg.fake {
+		t.Skip("the copy-through stand-in has no cc mode")
+	}
+	cases := []struct{ args, stdin string }{
+		{args: "-c a.c -o null"},
+		{args: "-c -x c - -o null", stdin: ccFiles["b.c"]},
+		{args: "-O2 -c b.c -onull"},
+		{args: "-E a.c -o null"},
+		{args: "-S b.c -o null"},
+		{args: "a.c b.c -o null"},
+		{args: "-x c - -o null", stdin: ccFiles["a.c"] + ccFiles["b.c"]},
+		{args: "-Werror -c bad.c -o null"},
+	}
+	for _, cc := range ccCompilers["c"] {
+		cc := cc
+		t.Run(cc, func(t *testing.T) {
+			t.Parallel()
+			ccNeed(t, cc)
+			work := workDir(t)
+			for i, tc := range cases {
+				args := strings.Fields(tc.args)
+				name := cmdline(cc, args...)
+				plain, wrapped := filepath.Join(work, fmt.Sprint(i), "plain"), filepath.Join(work, fmt.Sprint(i), "wrapped")
+				for _, d := range []string{plain, wrapped} {
+					ccSetup(t, d)
+					if err := syscall.Mknod(filepath.Join(d, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+						t.Skipf("cannot make a character device (%v): not root?", err)
+					}
+				}
+				s := spec{Dir: plain, Stdin: []byte(tc.stdin), Timeout: time.Minute}
+				want := mustRun(t, s, cc, args...)
+				s.Dir = wrapped
+				got := mustRun(t, s, cfg.hijack, hijackCC(cc, args...)...)
+				if got.Exit != want.Exit {
+					t.Errorf("%s: hijack cc %s, the compiler %s\n%s", name, got.status(), want.status(), tail(got.Stderr, 1000))
+				}
+				if w, g := ccMask(string(want.Stderr)), ccMask(ccStderr(string(got.Stderr))); w != g {
+					t.Errorf("%s: stderr differs:\n%s", name, firstDiff(w, g))
+				}
+				if fi, err := os.Lstat(filepath.Join(wrapped, "null")); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+					t.Errorf("%s: the device is gone or replaced (%v)", name, err)
+				}
+				if a, b := strings.Join(listFiles(plain), " "), strings.Join(listFiles(wrapped), " "); a != b {
+					t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
+				}
+			}
+		})
+	}
 }

@@ -152,6 +152,7 @@ func TestCCCommandLines(t *testing.T) {
 		{name: "-c -o", args: "-c a.c -o obj/a.o", want: []string{pass}, rewritten: []string{"obj/a.o"}},
 		{name: "-c -oFILE", args: "-c a.c -oobj/a.o", want: []string{pass}, rewritten: []string{"obj/a.o"}},
 		{name: "several sources", args: "-c a.c b.c x.s", want: []string{pass}, rewritten: []string{"a.o", "b.o", "x.o"}},
+		{name: "a source in another directory", args: "-c sub/a.c b.c", want: []string{pass}, rewritten: []string{"a.o", "b.o"}},
 		{name: "-MD -MF", args: "-c -MD -MF deps/a.d -MT a.o a.c", want: []string{pass}, rewritten: []string{"a.o"}},
 		{name: "configure conftest", args: "-g -O2 -c conftest.c", want: []string{pass}, rewritten: []string{"conftest.o"}},
 		{name: "-x c stdin", args: "-x c -c - -o conftest.o", want: []string{pass}, rewritten: []string{"conftest.o"}},
