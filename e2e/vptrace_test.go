@@ -258,6 +258,22 @@ func vptRunConfig(t *testing.T, w vptWorkload, lv vptLevel, c vptConfig, kobj, d
 		}
 		return fail("link failed: "+first, "link failed: %s\n%v %s\n%s", cmdline("gcc", largs...), err, r.status(), msg)
 	}
+	return vptCheckRun(t, what, cd, c, bin, args, plain, res)
+}
+
+// vptCheckRun runs an instrumented build of a workload (bin) in cd and
+// scores its trace against the oracle its driver writes: the output must be
+// the plain build's; at T=0 recall at least vptMinRecall per thread and
+// kinds right; precision 100%. It returns a nil score when the run could
+// not be scored (the test has failed then).
+func vptCheckRun(t *testing.T, what, cd string, c vptConfig, bin string, args []string, plain result, res vptResult) (vptResult, *vptScore) {
+	t.Helper()
+	fail := func(short, format string, args ...any) (vptResult, *vptScore) {
+		t.Helper()
+		res.note = short
+		t.Errorf("%s: %s\nartifacts kept in %s", what, fmt.Sprintf(format, args...), rel(cd))
+		return res, nil
+	}
 	trace := filepath.Join(cd, "app.vpt")
 	oracle := filepath.Join(cd, "oracle.txt")
 	got := mustRun(t, spec{Dir: cd, CPU: 120 * time.Second, Timeout: 4 * time.Minute,

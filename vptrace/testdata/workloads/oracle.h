@@ -228,35 +228,48 @@ static __attribute__((unused)) void orc_self_init(orc_self *s)
 	orc_stack_self(&s->stk_lo, &s->stk_hi);
 }
 
-/* The main executable's read-only data segments (.rodata and friends):
- * the compiler's constant pools (vector masks, floating-point constants,
- * jump tables) live there, and kernels read them without the driver
- * knowing where. Every thread may touch them. */
+/* The read-only data segments (.rodata and friends) of the executable
+ * and of the libraries loaded with it: the compiler's constant pools
+ * (vector masks, floating-point constants, jump tables) live there, in the
+ * object of the kernel that reads them (the program's, or a shared
+ * library's when a kernel is built into one), and kernels read them
+ * without the driver knowing where. Every thread may touch them. */
 static int orc_rodata_named;
+
+struct orc_rodata_arg {
+	orc_thr *t;
+	int obj;  /* objects seen: 0 is the executable */
+	int name; /* name the regions (the first call) */
+};
 
 static int orc_rodata_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	orc_thr *t = arg;
+	struct orc_rodata_arg *ra = arg;
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_LOAD && !(ph->p_flags & (PF_W | PF_X))) {
 			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			orc_allow(t, (void *)a, ph->p_memsz);
-			if (!orc_rodata_named) {
+			orc_allow(ra->t, (void *)a, ph->p_memsz);
+			if (ra->name) {
 				char rn[32];
-				snprintf(rn, sizeof rn, "exe.readonly%d", i);
+				if (ra->obj == 0)
+					snprintf(rn, sizeof rn, "exe.readonly%d", i);
+				else
+					snprintf(rn, sizeof rn, "lib%d.readonly%d", ra->obj, i);
 				orc_region(rn, (void *)a, ph->p_memsz);
 			}
 		}
 	}
-	orc_rodata_named = 1;
-	return 1; /* the first object is the executable */
+	ra->obj++;
+	return 0;
 }
 
 static __attribute__((unused)) void orc_allow_rodata(orc_thr *t)
 {
-	dl_iterate_phdr(orc_rodata_cb, t);
+	struct orc_rodata_arg ra = {t, 0, !orc_rodata_named};
+	dl_iterate_phdr(orc_rodata_cb, &ra);
+	orc_rodata_named = 1;
 }
 
 /* orc_thread_self registers a thread from its orc_self and allows its
