@@ -1,6 +1,7 @@
 # hijack — build and test entry points. See README.md.
 #
-#   make build        bin/hijack, bin/libvptrace.a, bin/vptrace.h
+#   make build        bin/hijack, the runtime (bin/libvptrace.so, bin/libvptrace.a,
+#                     bin/vptrace.h, bin/vptrace.supp: vptrace/runtime/build.sh)
 #   make deps         install the packages and Debian sources the tests need
 #   make test         deps + build + unit tests + e2e suite (what CI runs)
 #   make demo         trace a small multi-threaded program with vptrace, print the report
