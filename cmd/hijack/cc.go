@@ -26,10 +26,6 @@ produces, so that an existing build is instrumented by setting CC:
   ./configure CC="hijack cc --preset=pad -- gcc"
   CC="hijack cc --rules=$PWD/rules.yaml -- gcc" meson setup build
 
-(libtool takes -p and -q in CC for gcc's options of those names and
-repeats them on its link lines: where libtool links, write --preset=NAME,
---rules=FILE and --quiet, or use a link, below.)
-
   - compiling (-c): each object the compiler writes is rewritten in place,
     where the compiler put it (coverage data, libtool's .libs/foo.o);
   - compiling and linking in one command (cc -O2 a.c b.c -o app): sources are
@@ -54,7 +50,9 @@ Response files (@FILE) are read to find the sources and the output, and
 passed on as they are unless hijack changes the command (-flto dropped,
 sources compiled apart): then the compiler gets a response file of
 hijack's own. -flto and its variants are dropped, said once per command:
-link-time optimisation would replace the rewritten code.
+link-time optimisation would replace the rewritten code. A launcher
+before the compiler (hijack cc -- ccache gcc ...; ccache, distcc,
+sccache, icecc) runs each command hijack cc runs.
 
 A single executable for CC (CMake wants one): a symbolic link (or copy) of
 hijack named hijack-cc-COMPILER runs "hijack cc -- COMPILER ARGS...", with
@@ -63,6 +61,10 @@ the rules from the environment, which the build must keep at build time:
   ln -s $(command -v hijack) /somewhere/hijack-cc-gcc
   export HIJACK_CC_RULES=/abs/rules.yaml     # or HIJACK_CC_PRESET=pad
   CC=/somewhere/hijack-cc-gcc cmake -B build && cmake --build build
+
+libtool takes -p and -q in CC for gcc's options of those names and
+repeats them on its link lines: where libtool links, write --preset=NAME,
+--rules=FILE and --quiet, or use such a link.
 
 HIJACK_CC_RULES (an absolute path: build tools run the compiler in other
 directories) or HIJACK_CC_PRESET apply to "hijack cc" too when it has no
@@ -155,6 +157,7 @@ type ccWrapper struct {
 	tmp            string // this command's temporary directory, once made
 	rsp            bool   // the command line had response files
 	family         string // "gcc" or "clang" once isClang asked the compiler
+	launcher       string // ccache, distcc...: runs the compiler command
 	// runner runs the compiler instead of exec (tests record the commands)
 	runner func(name string, args []string) int
 }
@@ -195,6 +198,10 @@ func (w *ccWrapper) failed(name string, err error) int {
 
 func (w *ccWrapper) run(cmd []string) int {
 	cc, orig := cmd[0], cmd[1:]
+	if compilerLaunchers[filepath.Base(cc)] && len(orig) > 0 && !strings.HasPrefix(orig[0], "-") {
+		// hijack cc -- ccache gcc ARGS: gcc's command line, run by ccache
+		w.launcher, cc, orig = cc, orig[0], orig[1:]
+	}
 	// Response files are read to know what the command does; the
 	// compiler gets them as they are unless hijack changes the command.
 	args, rsp, err := expandResponseFiles(orig)
@@ -320,6 +327,11 @@ func linkArgs(args []string, objs map[int]string, p parsed) []string {
 func (p parsed) needsFamily() bool {
 	return p.auxNamed || p.depFile && !p.depName && p.output == ""
 }
+
+// compilerLaunchers run the compiler command that follows them (CC="ccache
+// gcc"): hijack cc reads the compiler's command line after them, and has
+// the launcher run each command it runs.
+var compilerLaunchers = map[string]bool{"ccache": true, "distcc": true, "sccache": true, "icecc": true, "buildcache": true}
 
 // parse is parseCC for the compiler cc: clang takes a .sx file for an
 // input of the linker, not for assembly (clang 14 to 18 at least), so
@@ -598,6 +610,9 @@ func (w *ccWrapper) execArgs(name string, args []string) int {
 // returns its exit status; one killed by a signal gives 128+signal, as a
 // shell says.
 func (w *ccWrapper) exec(name string, args []string) int {
+	if w.launcher != "" {
+		name, args = w.launcher, append([]string{name}, args...)
+	}
 	if w.runner != nil {
 		return w.runner(name, args)
 	}

@@ -29,6 +29,12 @@ func TestParseCC(t *testing.T) {
 		{"--version", modeOther, "", nil},
 		{"-x c - -c -o out.o", modeCompile, "out.o", []int{2}},
 		{"-include pre.h -c a.c", modeCompile, "", []int{3}},
+		{"-x c-header h.h -o h.h.gch", modeOther, "h.h.gch", nil},
+		{"t.hpp", modeOther, "", nil},
+		{"-x c-header h.h a.c -o app", modeOther, "app", nil},
+		{"-x c-header h.h -x none a.c -o app", modeLink, "app", []int{5}},
+		{"-gcc-toolchain /opt/gcc.c -c a.c", modeCompile, "", []int{3}},
+		{"-working-directory sub.c -c a.c", modeCompile, "", []int{3}},
 	}
 	for _, tc := range tests {
 		p := parseCC(strings.Fields(tc.args))

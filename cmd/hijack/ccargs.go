@@ -132,7 +132,8 @@ var otherOptions = map[string]bool{
 func parseCC(args []string) parsed {
 	p := parsed{mode: modeLink, outArg: -1, lang: map[int]string{}}
 	other := false
-	lang := "" // -x language, applies to later inputs
+	headers := 0 // inputs that are headers to precompile
+	lang := ""   // -x language, applies to later inputs
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -197,6 +198,9 @@ func parseCC(args []string) parsed {
 				p.sources = append(p.sources, i)
 			case langForeign:
 				p.foreign = append(p.foreign, i)
+			case langHeader:
+				headers++
+				continue
 			default:
 				continue
 			}
@@ -206,8 +210,10 @@ func parseCC(args []string) parsed {
 		}
 	}
 	// Queries, and commands with no inputs at all (gcc -v,
-	// gcc -Wl,--version, gcc -x c), have nothing to rewrite.
-	if other || len(p.inputs) == 0 {
+	// gcc -Wl,--version, gcc -x c), have nothing to rewrite; nor has a
+	// command that only precompiles headers, which links nothing (no
+	// runtime added to it).
+	if other || len(p.inputs) == 0 || p.mode == modeLink && headers == len(p.inputs) {
 		p.mode = modeOther
 	}
 	return p
@@ -233,7 +239,11 @@ func argTakesValue(a string) bool {
 		"-MF", "-MT", "-MQ", "-MJ", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-mllvm",
 		"-T", "-u", "-z", "-arch", "-target", "--param", "-aux-info", "--sysroot", "-wrapper",
 		"-dumpdir", "-dumpbase", "-dumpbase-ext", "-serialize-diagnostics", "-cxx-isystem",
-		"--include", "--include-directory", "--define-macro", "--undefine-macro", "--library-directory":
+		"--include", "--include-directory", "--define-macro", "--undefine-macro", "--library-directory",
+		// clang's
+		"-gcc-toolchain", "-resource-dir", "-iwithsysroot", "-isystem-after", "-ivfsoverlay", "-iframework",
+		"-iframeworkwithsysroot", "-working-directory", "-Xanalyzer", "-Xopenmp-target", "-Xcuda-ptxas",
+		"-Xcuda-fatbinary", "--config":
 		return true
 	}
 	return false

@@ -194,6 +194,10 @@ func TestCCCommandLines(t *testing.T) {
 			"gcc -x c -c a.txt -o $TMP/0-a.o", "gcc -c b.c -o $TMP/1-b.o", "gcc -x c -x none $TMP/0-a.o -x none $TMP/1-b.o -o app"}},
 		{name: "-MD link", args: "-MD a.c -o app", want: []string{
 			"gcc -MD -MF app.d -MQ app -c a.c -o $TMP/0-a.o", "gcc -MD $TMP/0-a.o -o app"}},
+		{name: "ccache", cc: "ccache", args: "gcc -c a.c", want: []string{pass}, rewritten: []string{"a.o"}},
+		{name: "ccache link", cc: "ccache", args: "gcc -O2 a.c -o app", want: []string{
+			"ccache gcc -O2 -c a.c -o $TMP/0-a.o", "ccache gcc -O2 $TMP/0-a.o -o app"}},
+		{name: "ccache options", cc: "ccache", args: "-s", want: []string{pass}},
 		{name: "response file link", args: "@r.rsp", files: map[string]string{"r.rsp": "a.c -o app"}, want: []string{
 			"gcc @$TMP/args.rsp{-c a.c -o $TMP/0-a.o}", "gcc @$TMP/args.rsp{$TMP/0-a.o -o app}"}},
 	}
