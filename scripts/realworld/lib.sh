@@ -1,5 +1,5 @@
 # Common functions of the real-world suite (sourced by run.sh and the
-# project files in projects/). See scripts/realworld/README.md.
+# project files in projects/). See docs/realworld.md.
 #
 # A project file defines:
 #   RW_DEVPKG   the Debian binary package whose source is built (scripts/debsrc.sh)
@@ -36,12 +36,15 @@ rw_rules() {
 
 # rw_wrappers DIR MODE COMPILER: writes DIR/cc and DIR/c++, the mode's CC and
 # CXX (one executable each, as CMake wants). plain runs the compiler itself
-# and links the vptrace runtime into every program too (-Wl,-u,vpt_register:
-# the Go runtime starts in every process, as in the vptrace build), so that
-# the slowdown compares tracing, not the runtime's start-up. Shared objects
-# get no runtime (one Go runtime per process).
+# and links the vptrace runtime into every program too, as the vptrace build
+# does (the shared runtime, libvptrace.so, loaded whether used or not; with
+# an older runtime that has no .so, libvptrace.a with -Wl,-u,vpt_register;
+# after -x none, as a probe may compile "-x c -"): the Go runtime starts in
+# every process in both builds, so that the slowdown compares tracing, not
+# the runtime's start-up. Shared objects get no runtime (one Go runtime per
+# process).
 rw_wrappers() {
-	local dir=$1 mode=$2 comp=$3 cxx rules
+	local dir=$1 mode=$2 comp=$3 cxx rules rtlink
 	case $comp in
 	gcc) cxx=g++ ;;
 	clang) cxx=clang++ ;;
@@ -49,6 +52,11 @@ rw_wrappers() {
 	esac
 	mkdir -p "$dir"
 	rules=$(rw_rules "$mode")
+	if [ -f "$RW_TOOLS/libvptrace.so" ]; then
+		rtlink="-x none -Wl,--push-state,--no-as-needed $RW_TOOLS/libvptrace.so -Wl,--pop-state -Wl,-rpath,$RW_TOOLS"
+	else
+		rtlink="-Wl,-u,vpt_register -x none $RW_TOOLS/libvptrace.a -lpthread"
+	fi
 	local name drv
 	for name in cc c++; do
 		drv=$comp
@@ -58,9 +66,9 @@ rw_wrappers() {
 #!/bin/bash
 # realworld: plain $drv, the vptrace runtime linked into programs
 for a in "\$@"; do
-	case \$a in -c | -S | -E | -M | -MM | -shared | --version | -v | -V | -dumpversion | -dumpmachine | -print-* | -qversion) exec $drv "\$@" ;; esac
+	case \$a in -c | -S | -E | -M | -MM | -shared | -r | --version | -v | -V | -dumpversion | -dumpmachine | -print-* | -qversion) exec $drv "\$@" ;; esac
 done
-exec $drv "\$@" -Wl,-u,vpt_register -x none $RW_TOOLS/libvptrace.a -lpthread
+exec $drv "\$@" $rtlink
 EOF
 		else
 			cat >"$dir/$name" <<EOF
@@ -73,32 +81,32 @@ EOF
 	done
 }
 
-# rw_snapshot_tools: copies bin/hijack and bin/libvptrace.a (which others may
-# rebuild while the suite runs) into $RW_CACHE/tools/HASH and sets RW_TOOLS
-# and RW_TOOLS_HASH. hijack cc finds the runtime next to the binary.
+# rw_snapshot_tools: copies $HIJACK and the runtime next to it
+# (libvptrace.so, libvptrace.a, vptrace.h, vptrace.supp: others may rebuild
+# them while the suite runs) into $RW_CACHE/tools/HASH and sets RW_TOOLS and
+# RW_TOOLS_HASH. hijack cc finds the runtime next to the binary.
 rw_snapshot_tools() {
-	local h=$HIJACK rt
-	rt=${HIJACK_RUNTIME:-$(dirname "$h")/libvptrace.a}
+	local h=$HIJACK rtdir f
+	rtdir=${HIJACK_RUNTIME:-$(dirname "$h")}
+	[ -d "$rtdir" ] || rtdir=$(dirname "$rtdir")
 	[ -x "$h" ] || rw_die "no hijack at $h (make build)"
-	[ -f "$rt" ] || rw_die "no runtime at $rt (make build)"
+	[ -f "$rtdir/libvptrace.a" ] || [ -f "$rtdir/libvptrace.so" ] || rw_die "no runtime in $rtdir (make build)"
 	local tmp
+	mkdir -p "$RW_CACHE"
 	tmp=$(mktemp -d "$RW_CACHE/tools.XXXXXX")
 	cp "$h" "$tmp/hijack"
-	cp "$rt" "$tmp/libvptrace.a"
-	# valgrind suppressions for the runtime, when there are some
-	[ ! -f "$(dirname "$rt")/vptrace.supp" ] || cp "$(dirname "$rt")/vptrace.supp" "$tmp/"
+	for f in libvptrace.so libvptrace.a vptrace.h vptrace.supp; do
+		[ ! -f "$rtdir/$f" ] || cp "$rtdir/$f" "$tmp/"
+	done
 	"$tmp/hijack" --version >/dev/null 2>&1 || {
 		rm -rf "$tmp"
 		rw_die "$h does not run (half built? make build)"
 	}
 	RW_TOOLS_HASH=$(rw_hash "$tmp"/*)
 	RW_TOOLS=$RW_CACHE/tools/$RW_TOOLS_HASH
-	if [ -d "$RW_TOOLS" ]; then
-		rm -rf "$tmp"
-	else
-		mkdir -p "$RW_CACHE/tools"
-		mv "$tmp" "$RW_TOOLS"
-	fi
+	mkdir -p "$RW_CACHE/tools"
+	# (another run of the suite may have put the same tools there first)
+	mv -T "$tmp" "$RW_TOOLS" 2>/dev/null || rm -rf "$tmp"
 	RW_HIJACK_VERSION=$("$RW_TOOLS/hijack" --version 2>/dev/null | head -n 1 | awk '{print $2}')
 }
 

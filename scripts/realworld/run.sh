@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real-world suite: Debian source packages built plain and through
 # `hijack cc` with the pad, clobber and vptrace (T=0) presets, each running
-# its own test suite; the results compared. See scripts/realworld/README.md.
+# its own test suite; the results compared. See docs/realworld.md.
 #
 #   scripts/realworld/run.sh [options] [PROJECT...]
 #     --short          the reduced test set (what `make test` runs)
@@ -61,10 +61,11 @@ done
 modes=("${ordered[@]}")
 SET=full
 ((RW_SHORT)) && SET=short
-export RW_SHORT RW_JOBS
+export RW_SHORT RW_JOBS RW_ROOT RW_DIR RW_CACHE
 
 mkdir -p "$RW_CACHE/results"
 rw_snapshot_tools
+export RW_TOOLS
 CSV=$RW_CACHE/results.csv
 HEADER="project,set,mode,compiler,source,build,passed,failed,skipped,regressions,wall_s,slowdown,uninstrumented,warnings,traces,hijack,date,regressed"
 echo "realworld: hijack $RW_HIJACK_VERSION; ${SET} set; modes ${modes[*]}; -j$RW_JOBS"
@@ -81,12 +82,15 @@ mapfile -t devpkgs < <(printf '%s\n' "${devpkgs[@]}" | sort -u)
 csv_put() {
 	local row=$1 key
 	key=$(cut -d, -f1-3 <<<"$row")
-	{
-		echo "$HEADER"
-		if [ -f "$CSV" ]; then tail -n +2 "$CSV" | awk -F, -v k="$key" '$1 "," $2 "," $3 != k'; fi
-		echo "$row"
-	} >"$CSV.tmp"
-	mv -f "$CSV.tmp" "$CSV"
+	(
+		flock 9 # two runs of the suite at once (different projects)
+		{
+			echo "$HEADER"
+			if [ -f "$CSV" ]; then tail -n +2 "$CSV" | awk -F, -v k="$key" '$1 "," $2 "," $3 != k'; fi
+			echo "$row"
+		} >"$CSV.tmp"
+		mv -f "$CSV.tmp" "$CSV"
+	) 9>"$CSV.lock"
 }
 
 # one project in one mode; prints the summary line, returns 1 on a regression
@@ -123,12 +127,12 @@ run_one() {
 			cp -a "$srcdir" "$B/src"
 			rw_wrappers "$B/bin" "$mode" "$RW_CC"
 			t0=$(date +%s)
-			if (
-				cd "$B/src"
-				export CC=$B/bin/cc CXX=$B/bin/c++ MAKEFLAGS=-j$RW_JOBS
-				set -x
-				rw_build
-			) >"$B/build.log" 2>&1 </dev/null; then
+			# a bash of its own: set -e is ignored in an if's condition (and
+			# in all of run_one, called with ||), and a failing step must
+			# fail the build
+			if CC=$B/bin/cc CXX=$B/bin/c++ MAKEFLAGS=-j$RW_JOBS bash -euo pipefail -c \
+				'. "$RW_DIR/lib.sh"; . "$RW_DIR/projects/$1.sh"; cd "$2"; set -x; rw_build' \
+				rw-build "$proj" "$B/src" >"$B/build.log" 2>&1 </dev/null; then
 				t1=$(date +%s)
 				echo "$((t1 - t0))" >"$B/.rw-build-time"
 				rw_warnings "$B/build.log" >"$B/warnings.txt"
