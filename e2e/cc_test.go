@@ -503,14 +503,23 @@ type ccBuild struct {
 	cc, cxx string
 	link    bool     // the argv[0] links, with HIJACK_CC_RULES
 	opts    []string // build-system options
+	vptrace bool     // the vptrace rules (T=0), the runtime linked, instead of cfg.rules
+}
+
+// rules is the rules file of a build.
+func (b ccBuild) rules() string {
+	if b.vptrace {
+		return filepath.Join(cfg.root, "testdata", "rules", "vptrace.yaml")
+	}
+	return cfg.rules
 }
 
 // compilers returns CC and CXX for b, and the environment they need.
 func (b ccBuild) compilers(bin string) (cc, cxx string, env []string) {
 	if b.link {
-		return filepath.Join(bin, "hijack-cc-"+b.cc), filepath.Join(bin, "hijack-cc-"+b.cxx), []string{"HIJACK_CC_RULES=" + cfg.rules}
+		return filepath.Join(bin, "hijack-cc-"+b.cc), filepath.Join(bin, "hijack-cc-"+b.cxx), []string{"HIJACK_CC_RULES=" + b.rules()}
 	}
-	wrap := func(c string) string { return cmdline(cfg.hijack, "cc", "--rules", cfg.rules, "--", c) }
+	wrap := func(c string) string { return cmdline(cfg.hijack, "cc", "--rules", b.rules(), "--", c) }
 	return wrap(b.cc), wrap(b.cxx), nil
 }
 
@@ -518,6 +527,9 @@ func (b ccBuild) name() string {
 	n := b.cc
 	if b.link {
 		n += "-link"
+	}
+	if b.vptrace {
+		n += "-vptrace"
 	}
 	return n
 }
@@ -550,6 +562,9 @@ func ccBuildTest(t *testing.T, project string, builds []ccBuild, tools map[strin
 			t.Parallel()
 			ccNeed(t, b.cc)
 			ccNeed(t, b.cxx)
+			if b.vptrace && os.Getenv("HIJACK_RUNTIME") == "" {
+				needFile(t, filepath.Join(filepath.Dir(cfg.hijack), "libvptrace.so"), "the vptrace runtime: make build")
+			}
 			dir := filepath.Join(work, "build-"+b.name())
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -563,16 +578,26 @@ func ccBuildTest(t *testing.T, project string, builds []ccBuild, tools map[strin
 // compiles each source twice, the PIC object in .libs/) configures, builds
 // and passes make check with hijack cc as CC.
 func TestCCAutotools(t *testing.T) {
-	builds := []ccBuild{{cc: "gcc", cxx: "g++"}, {cc: "clang", cxx: "clang++", link: true}}
+	builds := []ccBuild{{cc: "gcc", cxx: "g++"}, {cc: "clang", cxx: "clang++", link: true}, {cc: "gcc", cxx: "g++", link: true, vptrace: true}}
 	tools := map[string]string{"autoreconf": "autoconf", "automake": "automake", "libtoolize": "libtool", "make": "make"}
 	ccBuildTest(t, "autotools", builds, tools, func(t *testing.T, b ccBuild, src, dir, bin string) {
 		cc, _, env := b.compilers(bin)
-		s := spec{Dir: dir, Env: env}
+		s := spec{Dir: dir, Env: append(env, "VPTRACE_OUT="+filepath.Join(dir, "vpt", "%p.vpt"))}
 		if !ccBuildStep(t, s, []string{"config.log"}, filepath.Join(src, "configure"), "CC="+cc) ||
 			!ccBuildStep(t, s, []string{"test-suite.log"}, "make", "-j2", "check") {
 			return
 		}
 		checkBuildObjects(t, dir, "tally.o", ".libs/tally.o", "tally_test.o")
+		if b.vptrace {
+			// the library depends on the shared runtime; the test ran traced
+			r := mustRun(t, spec{}, "readelf", "-d", filepath.Join(dir, ".libs", "libtally.so"))
+			if !bytes.Contains(r.Stdout, []byte("[libvptrace.so]")) {
+				t.Errorf("libtally.so does not depend on libvptrace.so:\n%s", r.Stdout)
+			}
+			if traces, _ := filepath.Glob(filepath.Join(dir, "vpt", "*.vpt")); len(traces) == 0 {
+				t.Errorf("make check wrote no trace into %s", rel(filepath.Join(dir, "vpt")))
+			}
+		}
 	})
 }
 
