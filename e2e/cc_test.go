@@ -43,6 +43,9 @@ var ccFiles = map[string]string{
 	"q.ii":    "# 1 \"q.cc\"\nint qii(int x) { return x ^ 3; }\n",
 	"inc/i.h": "#define I 1\n",
 	"sub/d.c": "int d(int x) { return x - 4; }\n",
+	// sizeof 'a' is 4 in C, 1 in C++: which language compiled it
+	"lang.c": "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", (int)sizeof 'a'); return 0; }\n",
+	"nop.c":  "int nop;\n",
 	// response files: nested, quoted, with -flto inside
 	"args.rsp":    "-O2 @more.rsp -o 'my app'\n",
 	"more.rsp":    "-flto a.c \"b.c\"\n",
@@ -280,6 +283,8 @@ var ccCases = []ccCase{
 	{name: "-x in a link", args: "-x c a.txt -x none a.c b.c -o out/app", run: "out/app"},
 	{name: "-flto", args: "-O2 -flto a.c b.c -o out/app", run: "out/app"},
 	{name: "stdin link", args: "-x c - b.c -o out/app", stdin: ccFiles["a.c"], run: "out/app"},
+	{name: "g++ compiles .c as C++ but under -x", cxx: true, args: "-x c nop.c lang.c -o out/app", run: "out/app"},
+	{name: "g++ compiles .c as C after -x none", cxx: true, args: "-x c++ nop.c -x none lang.c -o out/app", run: "out/app"},
 	{name: "C++ shared", cxx: true, args: "-shared -fPIC k.cc l.cpp -o out/libkl.so"},
 }
 

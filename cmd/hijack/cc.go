@@ -297,7 +297,7 @@ func linkArgs(args []string, objs map[int]string, p parsed) []string {
 		a := args[i]
 		obj, ok := objs[i]
 		switch {
-		case ok && p.lang[i] != "":
+		case ok && p.lang[i] != "" && p.lang[i] != "none":
 			if restore == "" {
 				link = append(link, "-x", "none")
 			}
@@ -338,6 +338,12 @@ var compilerLaunchers = map[string]bool{"ccache": true, "distcc": true, "sccache
 // hijack cc leaves it to the linker as the compiler does.
 func (w *ccWrapper) parse(cc string, args []string) parsed {
 	p := parseCC(args)
+	if p.mode != modeOther && hasX(args) {
+		// g++'s languages differ from gcc's only where -x is given
+		if base := filepath.Base(cc); (strings.Contains(base, "g++") || strings.Contains(base, "c++")) && !w.isClang(cc) {
+			p = parseCCFor(args, true)
+		}
+	}
 	sx := false
 	for _, i := range p.sources {
 		if _, ok := p.lang[i]; !ok && filepath.Ext(args[i]) == ".sx" {
@@ -355,6 +361,16 @@ func (w *ccWrapper) parse(cc string, args []string) parsed {
 	}
 	p.sources = keep
 	return p
+}
+
+// hasX reports whether a command line has a -x option.
+func hasX(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-x") {
+			return true
+		}
+	}
+	return false
 }
 
 // isClang tells clang from gcc by what --version says (once per command).

@@ -130,10 +130,24 @@ var otherOptions = map[string]bool{
 // parseCC classifies a compiler command line (args without the compiler,
 // response files expanded).
 func parseCC(args []string) parsed {
+	return parseCCFor(args, false)
+}
+
+// gxxLangs are the languages g++ gives a file by the last two characters
+// of its name, over the -x language in force, unless it is the first
+// input after a -x option (gcc's g++spec.cc, lang_specific_driver).
+var gxxLangs = map[string]string{".c": "c++", ".i": "c++-cpp-output", ".h": "c++-header"}
+
+// parseCCFor is parseCC for gcc's C++ driver (g++, c++) when gxx is set:
+// that driver compiles foo.c as C++ even under -x c, and as C when it is
+// the first input after a -x (-x none). A source compiled apart gets the
+// -x option that makes g++ compile it as the whole command would.
+func parseCCFor(args []string, gxx bool) parsed {
 	p := parsed{mode: modeLink, outArg: -1, lang: map[int]string{}}
 	other := false
-	headers := 0 // inputs that are headers to precompile
-	lang := ""   // -x language, applies to later inputs
+	sawX := false // a -x option since the last input file (g++)
+	headers := 0  // inputs that are headers to precompile
+	lang := ""    // -x language, applies to later inputs
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -153,9 +167,9 @@ func parseCC(args []string) parsed {
 			p.output, p.outArg, p.outJoin = a[2:], i, true
 		case a == "-x" && i+1 < len(args):
 			i++
-			lang = args[i]
+			lang, sawX = args[i], true
 		case strings.HasPrefix(a, "-x") && len(a) > 2:
-			lang = a[2:]
+			lang, sawX = a[2:], true
 		case a == "-MD" || a == "-MMD":
 			p.depFile = true
 		case a == "-MF" || strings.HasPrefix(a, "-MF"):
@@ -193,7 +207,16 @@ func parseCC(args []string) parsed {
 			i++
 		case !strings.HasPrefix(a, "-") || a == "-":
 			p.inputs = append(p.inputs, i)
-			switch kindOf(a, lang) {
+			l := lang
+			switch afterX := sawX; {
+			case !gxx:
+			case !afterX && len(a) > 2 && gxxLangs[a[len(a)-2:]] != "":
+				l = gxxLangs[a[len(a)-2:]]
+			case afterX && (l == "" || l == "none"):
+				l = "none" // the name decides: said so (g++ -x none -c foo.c)
+			}
+			sawX = false
+			switch kindOf(a, l) {
 			case langRewrite:
 				p.sources = append(p.sources, i)
 			case langForeign:
@@ -204,8 +227,8 @@ func parseCC(args []string) parsed {
 			default:
 				continue
 			}
-			if lang != "" && lang != "none" {
-				p.lang[i] = lang
+			if l != "" && (l != "none" || gxx) {
+				p.lang[i] = l
 			}
 		}
 	}

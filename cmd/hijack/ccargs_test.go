@@ -198,6 +198,17 @@ func TestCCCommandLines(t *testing.T) {
 		{name: "ccache link", cc: "ccache", args: "gcc -O2 a.c -o app", want: []string{
 			"ccache gcc -O2 -c a.c -o $TMP/0-a.o", "ccache gcc -O2 $TMP/0-a.o -o app"}},
 		{name: "ccache options", cc: "ccache", args: "-s", want: []string{pass}},
+		{name: "g++ .c under -x c", cc: "g++", args: "-x c a.c b.c -o app", want: []string{
+			"g++ -x c -c a.c -o $TMP/0-a.o", "g++ -x c++ -c b.c -o $TMP/1-b.o", "g++ -x c -x none $TMP/0-a.o $TMP/1-b.o -o app"}},
+		{name: "g++ .c after -x none", cc: "g++", args: "-x c++ a.c -x none b.c -o app", want: []string{
+			"g++ -x c++ -c a.c -o $TMP/0-a.o", "g++ -x none -c b.c -o $TMP/1-b.o", "g++ -x c++ -x none $TMP/0-a.o -x none $TMP/1-b.o -o app"}},
+		{name: "g++ .i under -x c", cc: "g++", args: "-x c a.c b.i -o app", want: []string{
+			"g++ -x c -c a.c -o $TMP/0-a.o", "g++ -x c++-cpp-output -c b.i -o $TMP/1-b.o", "g++ -x c -x none $TMP/0-a.o $TMP/1-b.o -o app"}},
+		{name: "g++ without -x", cc: "g++", args: "a.c b.c -o app", want: []string{
+			"g++ -c a.c -o $TMP/0-a.o", "g++ -c b.c -o $TMP/1-b.o", "g++ $TMP/0-a.o $TMP/1-b.o -o app"}},
+		{name: "g++ header then .c", cc: "g++", args: "-x c-header h.h b.c -c", want: []string{pass}, rewritten: []string{"b.o"}},
+		{name: "clang++ .c under -x c", cc: "clang++", args: "-x c a.c b.c -o app", want: []string{
+			"clang++ -x c -c a.c -o $TMP/0-a.o", "clang++ -x c -c b.c -o $TMP/1-b.o", "clang++ -x c -x none $TMP/0-a.o $TMP/1-b.o -o app"}},
 		{name: "response file link", args: "@r.rsp", files: map[string]string{"r.rsp": "a.c -o app"}, want: []string{
 			"gcc @$TMP/args.rsp{-c a.c -o $TMP/0-a.o}", "gcc @$TMP/args.rsp{$TMP/0-a.o -o app}"}},
 	}
@@ -217,7 +228,7 @@ func TestCCCommandLines(t *testing.T) {
 			}
 			var stderr bytes.Buffer
 			w := &ccWrapper{rf: rf, stdout: io.Discard, stderr: &stderr}
-			f := &fakeCC{t: t, w: w, obj: obj, clang: cc == "clang"}
+			f := &fakeCC{t: t, w: w, obj: obj, clang: strings.HasPrefix(cc, "clang")}
 			w.runner, w.family = f.run, "gcc"
 			if f.clang {
 				w.family = "clang"
