@@ -495,3 +495,47 @@ func TestShlibStaticTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestShlibFork: a fork child records the pages its instrumented library
+// code touches though the forking thread's slots (indirect: an array the
+// child gets a copy of) held them already (testdata/shlib/fork.c).
+func TestShlibFork(t *testing.T) {
+	t.Parallel()
+	b := newShlibBuild(t, "gcc")
+	b.kern("a", "so", true, nil, nil)
+	b.driver("fork.c", "fork.o")
+	b.link(false, "fork.o", "-L.", "-lkern_a", "-Wl,-rpath,"+b.dir, "-o", "fork")
+	traces := filepath.Join(b.dir, "traces")
+	r := mustRun(t, spec{Dir: b.dir, Env: []string{"VPTRACE_OUT=" + filepath.Join(traces, "%p.vpt")}, Timeout: time.Minute}, filepath.Join(b.dir, "fork"))
+	var lo, hi, single uint64
+	var parent, child int
+	if _, err := fmt.Sscanf(string(r.Stdout), "range %v %v single %v\nparent %d child %d\n", &lo, &hi, &single, &parent, &child); r.Exit != 0 || err != nil {
+		t.Fatalf("fork: %s, %v\n%s%s", r.status(), err, r.Stdout, tail(r.Stderr, 2000))
+	}
+	for _, who := range []struct {
+		name string
+		file string
+	}{{"parent", fmt.Sprintf("%d.vpt", parent)}, {"child", fmt.Sprintf("%d.vpt", child)}} {
+		rr := mustRun(t, spec{Dir: b.dir, Timeout: time.Minute}, cfg.hijack, "report", "--csv", filepath.Join(traces, who.file))
+		rep, err := parseReportCSV(rr.Stdout)
+		if rr.Exit != 0 || err != nil {
+			t.Errorf("%s: hijack report: %s, %v\n%s", who.name, rr.status(), err, tail(rr.Stderr, 2000))
+			continue
+		}
+		var missing []string
+		for pg := lo; pg <= single; pg++ {
+			found := false
+			for _, pages := range rep.byTID {
+				if row := pages[pg]; row != nil && row.reads > 0 && (row.writes > 0 || pg == single) {
+					found = true
+				}
+			}
+			if !found && (pg <= hi || pg == single) {
+				missing = append(missing, fmt.Sprintf("%#x", pg<<12))
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: pages the library's kernels touched missing from the trace: %v (the last is read only by one site, whose slot held it at the fork)\nartifacts kept in %s", who.name, missing, rel(b.dir))
+		}
+	}
+}

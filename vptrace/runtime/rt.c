@@ -543,8 +543,9 @@ static void dump_objects(void)
 	readers_leave();
 }
 
-/* Zero the calling thread's last-page slots of objects that publish their
- * TLS offset in vpt_object.reserved (optional, see ABI.md). */
+/* Zero the calling thread's last-page slots: of objects that publish their
+ * TLS offset in vpt_object.reserved (optional, see ABI.md), and the slot
+ * arrays of objects of tls: indirect (the thread's list). */
 static void reset_slots(void)
 {
 	uint32_t n = LOAD(&vpt_nobjs);
@@ -555,10 +556,12 @@ static void reset_slots(void)
 	readers_enter();
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vpt_object *o = LOADA(&vpt_objs[i]);
-		if (o && (o->flags & 2u) && o->reserved != 0)
+		if (o && (o->flags & 6u) == 2u && o->reserved != 0)
 			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)o->nsites * 8);
 	}
 	readers_leave();
+	for (struct vpt_slothdr *h = LOAD(&vpt_t.slots); h; h = h->next)
+		zero_bytes((uint8_t *)h + VPT_SLOTHDR, (size_t)h->bytes - VPT_SLOTHDR);
 }
 
 /* Memory the runtime keeps to the end (the kinds of registered objects):

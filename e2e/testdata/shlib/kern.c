@@ -50,3 +50,10 @@ void *KERN_FN(helper)(void)
 {
 	return (void *)kern_helper;
 }
+
+/* One load, no loop: one site whose last-page slot decides whether the
+ * runtime hears of the page (TestShlibFork). */
+long KERN_FN(peek)(const long *p)
+{
+	return *p;
+}
