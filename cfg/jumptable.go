@@ -278,18 +278,48 @@ func (r *resolver) fieldTarget(i, off int, pc bool) (uint32, int64, bool) {
 	return 0, 0, false
 }
 
+// maxDefs bounds the reaching definitions address compares (only for
+// the register read: those copied into it must have one).
+const maxDefs = 32
+
 // address finds the data address register reg holds before instruction i:
-// its one reaching definition is a lea of the address, a mov of it as an
-// immediate, or a copy or offset of a register that holds one.
+// every reaching definition is a lea of that address, a mov of it as an
+// immediate, or a copy or offset of a register that holds it. Compilers
+// load a table address again where they ran out of registers: gcc 12
+// -O2 -fPIC loads the first table of pcre2's find_minlength into r11 in
+// eleven places, all reaching its dispatch.
 func (r *resolver) address(i int, reg effect.Reg, depth int) (addr, string) {
 	defs := r.reach(i, reg)
-	if len(defs) != 1 {
+	if len(defs) == 0 || len(defs) > maxDefs || len(defs) > 1 && depth > 0 {
 		return addr{}, fmt.Sprintf("%s has %d reaching definitions", reg, len(defs))
 	}
-	d := defs[0]
-	if d == unknownDef {
-		return addr{}, fmt.Sprintf("%s comes from outside the function", reg)
+	var first addr
+	for k, d := range defs {
+		if d == unknownDef {
+			if len(defs) == 1 {
+				return addr{}, fmt.Sprintf("%s comes from outside the function", reg)
+			}
+			return addr{}, fmt.Sprintf("%s has %d reaching definitions, one from outside the function", reg, len(defs))
+		}
+		ad, why := r.addressAt(d, reg, depth)
+		if why != "" {
+			if len(defs) == 1 {
+				return addr{}, why
+			}
+			return addr{}, fmt.Sprintf("%s has %d reaching definitions: %s", reg, len(defs), why)
+		}
+		if k == 0 {
+			first = ad
+		} else if ad.sec != first.sec || ad.off != first.off {
+			return addr{}, fmt.Sprintf("%s has %d reaching definitions with different addresses (%s, %s)", reg, len(defs), r.where(first.def), r.where(ad.def))
+		}
 	}
+	return first, ""
+}
+
+// addressAt decodes definition d of register reg as a data address (see
+// address).
+func (r *resolver) addressAt(d int, reg effect.Reg, depth int) (addr, string) {
 	a := r.asm(d)
 	lay := &r.s.Insts[d].Layout
 	not := func() (addr, string) {

@@ -276,6 +276,7 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "check_before_copy", entries: 6, relative: true, guard: "JA"},
 		{name: "abs_base", entries: 3, guard: "JA"},
 		{name: "abs_disp", entries: 5, guard: "JA"},
+		{name: "base_twice", entries: 4, relative: true, guard: "JA"},
 		{name: "and_mask", entries: 8, relative: true, guard: "AND"},
 		{name: "no_check", reason: "no range check bounds the index", tail: true},
 		{name: "base_loaded", reason: "not with a table address", tail: true},

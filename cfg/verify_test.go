@@ -208,13 +208,28 @@ func reg64(a x86asm.Arg) (effect.Reg, bool) {
 }
 
 // value returns the data address register reg holds before instruction
-// i: its one definition is a lea of it, a mov of it as an immediate, or a
-// copy of a register holding it.
+// i: each of its definitions is a lea of it, a mov of it as an immediate,
+// or a copy of a register holding it.
 func (f *flow) value(o *ibr.Object, i int, reg effect.Reg, depth int) (dataAddr, bool) {
-	d := f.def(i, reg)
-	if d < 0 || depth > 4 {
+	ds := f.defs(i, reg)
+	if len(ds) == 0 || depth > 4 {
 		return dataAddr{}, false
 	}
+	var v dataAddr
+	for k, d := range ds {
+		if d == outside {
+			return dataAddr{}, false
+		}
+		x, ok := f.valueAt(o, d, reg, depth)
+		if !ok || k > 0 && x != v {
+			return dataAddr{}, false
+		}
+		v = x
+	}
+	return v, true
+}
+
+func (f *flow) valueAt(o *ibr.Object, d int, reg effect.Reg, depth int) (dataAddr, bool) {
 	a := f.s.Asm(d)
 	lay := &f.s.Insts[d].Layout
 	x, ok := a.Args[0].(x86asm.Reg)

@@ -111,6 +111,34 @@ abs_disp:
 	ret
 	.size	abs_disp, .-abs_disp
 
+# The table address loaded again on another path into the same register
+# (gcc reloads pcre2's find_minlength's first table into r11 in eleven
+# places): every definition reaching the dispatch is the same address.
+# 4 entries.
+	.globl	base_twice
+	.type	base_twice, @function
+base_twice:
+	testl	%esi, %esi
+	je	1f
+	leaq	.Lbt_tab(%rip), %rdx
+	addl	$1, %esi
+	jmp	2f
+1:	leaq	.Lbt_tab(%rip), %rdx
+2:	cmpl	$3, %edi
+	ja	.Lbt_def
+	movl	%edi, %edi
+	movslq	(%rdx,%rdi,4), %rax
+	addq	%rdx, %rax
+	jmp	*%rax
+.Lbt_0:	movl	$45, %eax
+	ret
+.Lbt_1:	movl	%esi, %eax
+	ret
+.Lbt_def:
+	movl	$-1, %eax
+	ret
+	.size	base_twice, .-base_twice
+
 # A mask instead of a range check. 8 entries.
 	.globl	and_mask
 	.type	and_mask, @function
@@ -259,6 +287,8 @@ pushed_jump:
 	.long	.Lss_0-.Lss_tab, .Lss_1-.Lss_tab, .Lss_0-.Lss_tab, .Lss_def-.Lss_tab
 .Lcc_tab:
 	.long	.Lcc_0-.Lcc_tab, .Lcc_1-.Lcc_tab, .Lcc_0-.Lcc_tab, .Lcc_1-.Lcc_tab, .Lcc_def-.Lcc_tab, .Lcc_0-.Lcc_tab
+.Lbt_tab:
+	.long	.Lbt_0-.Lbt_tab, .Lbt_1-.Lbt_tab, .Lbt_def-.Lbt_tab, .Lbt_1-.Lbt_tab
 .Lam_tab:
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab, .Lam_1-.Lam_tab
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab
