@@ -24,7 +24,9 @@ import (
 // flow is the instruction-level flow graph of one function: preds[i]
 // are the instructions control may come from into instruction i (outside
 // for the entry, for instructions other code refers to and for those no
-// edge reaches, such as landing pads).
+// edge reaches, such as landing pads). An indirect jump leads to the
+// entries known gives it (tables decoded on a coarser graph), else to
+// every instruction data or the function's code refers to.
 type flow struct {
 	s     *ibr.Section
 	fn    *ibr.Func
@@ -33,7 +35,7 @@ type flow struct {
 
 const outside = -1
 
-func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func) *flow {
+func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func, known map[int][]int) *flow {
 	f := &flow{s: s, fn: fn, preds: make(map[int][]int)}
 	in := func(i int) bool { return i >= fn.Start && i < fn.End }
 	add := func(to, from int) {
@@ -86,6 +88,15 @@ func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func) *flow {
 			}
 		case x86asm.RET, x86asm.UD2, x86asm.HLT:
 			falls = false
+		case x86asm.CALL:
+			// exit, abort, __stack_chk_fail...: what follows is the
+			// next case, not where the call returns.
+			for _, fr := range x.Relocs {
+				r := o.File.Sections[fr.Sec].Relocs[fr.Index]
+				if fr.Off == x.Layout.RelOff && int(r.Sym) < len(o.File.Symbols) && cfg.NoReturn(o.File.Symbols[r.Sym].Name) {
+					falls = false
+				}
+			}
 		}
 		if x.Link != nil && x.Link.Kind == ibr.LinkBranch && in(x.Link.Target) {
 			add(x.Link.Target, i)
@@ -94,8 +105,14 @@ func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func) *flow {
 			add(i+1, i)
 		}
 	}
-	for _, t := range taken {
-		for _, j := range indirect {
+	for _, j := range indirect {
+		if ts, ok := known[j]; ok {
+			for _, t := range ts {
+				add(t, j)
+			}
+			continue
+		}
+		for _, t := range taken {
 			add(t, j)
 		}
 	}
@@ -275,9 +292,8 @@ func memOf(s *ibr.Section, i int) (x86asm.Mem, bool) {
 // function or another place code or data refers to begins. It returns the
 // targets in table order, or why it could not tell; a reason that starts
 // with MISMATCH is a disagreement with cfg.
-func decodeTable(o *ibr.Object, g *cfg.Graph, jt *cfg.JumpTable) ([]int, string) {
+func decodeTable(o *ibr.Object, g *cfg.Graph, jt *cfg.JumpTable, fl *flow) ([]int, string) {
 	f, s, fn := o.File, g.Sec, g.Func
-	fl := newFlow(o, s, fn)
 	m, ok := memOf(s, jt.Load)
 	if !ok {
 		return nil, "MISMATCH the load has no memory operand"
@@ -510,9 +526,29 @@ func verifyTables(t *testing.T, name string, p *cfg.Program) tally {
 	var n tally
 	for _, g := range p.Graphs {
 		n.funcs++
+		// Decode on the coarsest graph, then again with the edges of
+		// the tables decoded so far, until nothing more decodes.
+		known := make(map[int][]int)
+		for len(g.Tables) > 0 {
+			fl := newFlow(p.Obj, g.Sec, g.Func, known)
+			more := false
+			for _, jt := range g.Tables {
+				if _, ok := known[jt.Jump]; ok {
+					continue
+				}
+				if got, why := decodeTable(p.Obj, g, jt, fl); why == "" {
+					known[jt.Jump] = got
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		fl := newFlow(p.Obj, g.Sec, g.Func, known)
 		for _, jt := range g.Tables {
 			n.tables++
-			got, why := decodeTable(p.Obj, g, jt)
+			got, why := decodeTable(p.Obj, g, jt, fl)
 			where := fmt.Sprintf("%s: %s: jmp at 0x%x", name, g.Func.Name, g.Sec.Insts[jt.Jump].Off)
 			switch {
 			case strings.HasPrefix(why, "MISMATCH"):
