@@ -243,6 +243,7 @@ type ccCase struct {
 	args    string
 	stdin   string
 	gccOnly bool     // (clang's profile runtime is not in Debian's clang package)
+	clang   bool     // clang's options
 	run     string   // a program the command builds: both are run and compared
 	plain   []string // objects the command writes that hijack cc must not rewrite
 }
@@ -275,6 +276,8 @@ var ccCases = []ccCase{
 	{name: "link coverage", gccOnly: true, args: "--coverage a.c b.c -o out/app", run: "out/app"},
 	{name: "link coverage -dumpdir", gccOnly: true, args: "--coverage -save-temps -dumpdir out/x- a.c b.c -o out/app", run: "out/app"},
 	{name: "link split DWARF", args: "-g -gsplit-dwarf a.c b.c -o out/app", run: "out/app"},
+	{name: "link-only options", args: "a.c b.c -o out/app -Wl,-O1 -Xlinker --as-needed -L. -lm -rdynamic -pie -static-libgcc -Wl,-z,now", run: "out/app"},
+	{name: "clang's link-only options", clang: true, args: "a.c b.c -o out/app --rtlib=libgcc -unwindlib=libgcc -fuse-ld=bfd", run: "out/app"},
 	{name: "shared", args: "-shared -fPIC b.c c.c -o out/libbc.so"},
 	{name: "static", args: "-static a.c b.c -o out/app", run: "out/app"},
 	{name: "relocatable -r", args: "-r b.c c.c -o out/bc.o"},
@@ -308,7 +311,7 @@ func TestCCCommands(t *testing.T) {
 				ccNeed(t, cc)
 				work := workDir(t)
 				for i, tc := range ccCases {
-					if tc.cxx != cxx || tc.gccOnly && !strings.HasPrefix(cc, "g") {
+					if tc.cxx != cxx || tc.gccOnly && !strings.HasPrefix(cc, "g") || tc.clang && !strings.HasPrefix(cc, "clang") {
 						continue
 					}
 					dir := filepath.Join(work, fmt.Sprint(i))

@@ -574,7 +574,9 @@ func compileOnlyFlags(args []string, isSource map[int]bool) []string {
 			i++
 		case strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "--output=") || strings.HasPrefix(a, "-x") ||
 			strings.HasPrefix(a, "-l") || strings.HasPrefix(a, "-L") || strings.HasPrefix(a, "-Wl,") ||
-			strings.HasPrefix(a, "-fuse-ld=") || strings.HasPrefix(a, "--ld-path=") || linkOnly[a]:
+			strings.HasPrefix(a, "-fuse-ld=") || strings.HasPrefix(a, "--ld-path=") || strings.HasPrefix(a, "-rtlib=") ||
+			strings.HasPrefix(a, "--rtlib=") || strings.HasPrefix(a, "-unwindlib=") || strings.HasPrefix(a, "--unwindlib=") ||
+			linkOnly[a]:
 		case argTakesValue(a) && i+1 < len(args):
 			out = append(out, a, args[i+1])
 			i++
@@ -590,6 +592,7 @@ var linkOnly = map[string]bool{
 	"-shared": true, "-static": true, "-static-pie": true, "-pie": true, "-no-pie": true, "-rdynamic": true,
 	"-s": true, "-r": true, "-nostdlib": true, "-nostartfiles": true, "-nodefaultlibs": true, "-nolibc": true,
 	"-static-libgcc": true, "-shared-libgcc": true, "-static-libstdc++": true, "-symbolic": true,
+	"-nostdlib++": true, "-static-openmp": true,
 }
 
 // compileOutputs returns the objects a -c command writes for the sources

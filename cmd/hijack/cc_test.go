@@ -45,7 +45,7 @@ func TestParseCC(t *testing.T) {
 }
 
 func TestCompileOnlyFlags(t *testing.T) {
-	args := strings.Fields("-O2 -g a.c -Iinc -L/x -lm -Wl,--as-needed -o app b.o -pthread -Xlinker -z -include h.h")
+	args := strings.Fields("-O2 -g a.c -Iinc -L/x -lm -Wl,--as-needed -o app b.o -pthread -Xlinker -z -include h.h --rtlib=libgcc -unwindlib=libgcc -nostdlib++")
 	got := compileOnlyFlags(args, map[int]bool{2: true})
 	want := strings.Fields("-O2 -g -Iinc -pthread -include h.h")
 	if !reflect.DeepEqual(got, want) {
