@@ -135,6 +135,7 @@ func Build(o *ibr.Object) *Program {
 		}
 		starts[s] = m
 	}
+	ix.starts = starts
 	for _, fn := range o.Funcs {
 		g := buildGraph(ix, fn, starts)
 		p.Graphs = append(p.Graphs, g)
@@ -323,7 +324,7 @@ func buildGraph(ix *objIndex, fn *ibr.Func, starts map[*ibr.Section]map[int]*ibr
 	// jumps get theirs below, once they are resolved or not.
 	static := make([][]int, len(g.Blocks)) // successor instructions per block
 	var pending []int                      // indirect jumps, in address order
-	local := make(map[int]bool)
+	local := make(map[int]*ibr.Func)
 	for bi, b := range g.Blocks {
 		last := b.End - 1
 		in := &s.Insts[last]
@@ -364,7 +365,7 @@ func buildGraph(ix *objIndex, fn *ibr.Func, starts map[*ibr.Section]map[int]*ibr
 				c := &Call{Inst: i, Callee: callee, Name: name, NoReturn: NoReturn(name)}
 				g.Calls = append(g.Calls, c)
 				if callee != nil {
-					local[i] = true
+					local[i] = callee
 				}
 				if c.NoReturn && i == last {
 					fall = false

@@ -74,10 +74,11 @@ type resolver struct {
 	s   *ibr.Section
 	fn  *ibr.Func
 	eff []effect.Effect
-	// local marks direct calls to functions of this object: compilers
-	// that see the callee keep values in the caller-saved registers it
-	// leaves alone (see transfer), so such a call does not define them.
-	local map[int]bool
+	// local maps direct calls to functions of this object to their
+	// callee: compilers that see the callee keep values in the
+	// caller-saved registers it leaves alone (gcc's -fipa-ra), so such a
+	// call defines only the registers the callee may write (clobbers).
+	local map[int]*ibr.Func
 	// external marks blocks control may enter from outside the
 	// function's own edges: the entry, blocks without predecessors
 	// (landing pads, which the unwinder enters), foreign labels.
@@ -96,10 +97,67 @@ func (r *resolver) defines(k int, reg effect.Reg) bool {
 	if (e.Def | e.Partial).Has(reg) {
 		return true
 	}
-	if (e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall) && !r.local[k] && effect.CallerSaved.Has(reg) {
-		return true
+	if e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall {
+		if callee := r.local[k]; callee != nil {
+			return r.ix.clobbers(callee).Has(reg)
+		}
+		return effect.CallerSaved.Has(reg)
 	}
 	return false
+}
+
+// clobbers returns the caller-saved registers a call to fn may change:
+// those its instructions write, and all of them if it calls or jumps to
+// code outside the object or through a pointer (a direct call to a
+// function of the object adds that function's, computed the same way).
+// The callee-saved ones it preserves, as the ABI says and as for any
+// other call.
+func (ix *objIndex) clobbers(fn *ibr.Func) effect.RegSet {
+	if c, ok := ix.clobber[fn]; ok {
+		return c
+	}
+	// While fn is being computed (recursion), assume the worst.
+	ix.clobber[fn] = effect.CallerSaved
+	var c effect.RegSet
+	s := fn.Section
+	for i := fn.Start; i < fn.End; i++ {
+		in := &s.Insts[i]
+		if in.Kind != ibr.Code {
+			continue
+		}
+		e := effect.Of(s.Asm(i), &in.Layout, s.Bytes(i))
+		if !e.Known {
+			c |= effect.CallerSaved
+			continue
+		}
+		c |= e.Def | e.Partial
+		switch e.Ctrl {
+		case effect.Call:
+			if callee := ix.localCallee(s, i); callee != nil {
+				c |= ix.clobbers(callee)
+			} else {
+				c |= effect.CallerSaved
+			}
+		case effect.IndirectCall, effect.Syscall, effect.Interrupt:
+			c |= effect.CallerSaved
+		case effect.Jump, effect.CondJump:
+			if in.Link == nil || in.Link.Kind != ibr.LinkBranch || in.Link.Target < fn.Start || in.Link.Target >= fn.End {
+				c |= effect.CallerSaved // a tail call
+			}
+		case effect.IndirectJump:
+			c |= effect.CallerSaved
+		}
+	}
+	c &= effect.CallerSaved
+	ix.clobber[fn] = c
+	return c
+}
+
+// localCallee returns the function of this object a direct call calls,
+// or nil.
+func (ix *objIndex) localCallee(s *ibr.Section, i int) *ibr.Func {
+	fn, _ := callTarget(ix.o, s, i, ix.starts)
+	return fn
 }
 
 // reach returns the definitions of reg that reach the point before

@@ -254,10 +254,10 @@ func TestJumpTableForms(t *testing.T) {
 // TestJumpTableAsm checks the forms of testdata/src/jumptables.s: table
 // dispatches cfg must prove with the number of entries each has, and
 // counterfeits it must leave unresolved (no range check, a base loaded
-// from memory or redefined on one path, a check on one path only or
-// before the index changes, a table of function pointers), as tail calls
-// with the argument registers live or as unknown jumps with everything
-// live.
+// from memory, redefined on one path or by a function called on the way,
+// a check on one path only or before the index changes, a table of
+// function pointers), as tail calls with the argument registers live or
+// as unknown jumps with everything live.
 func TestJumpTableAsm(t *testing.T) {
 	obj := testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/jumptables.s")
 	p := program(t, obj)
@@ -277,12 +277,14 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "abs_base", entries: 3, guard: "JA"},
 		{name: "abs_disp", entries: 5, guard: "JA"},
 		{name: "base_twice", entries: 4, relative: true, guard: "JA"},
+		{name: "base_across_call", entries: 4, relative: true, guard: "JA"},
 		{name: "and_mask", entries: 8, relative: true, guard: "AND"},
 		{name: "no_check", reason: "no range check bounds the index", tail: true},
 		{name: "base_loaded", reason: "not with a table address", tail: true},
 		{name: "base_redefined", reason: "2 reaching definitions", tail: true},
 		{name: "check_one_path", reason: "no range check bounds the index", tail: true},
 		{name: "check_then_add", reason: "no range check bounds the index", tail: true},
+		{name: "base_clobbered_by_call", reason: "not with a table address", tail: true},
 		{name: "tail_table", reason: "leads out of the function's section", tail: true},
 		{name: "pushed_jump", reason: "comes from outside the function"},
 	}

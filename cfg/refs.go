@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"slices"
 
+	"hijack/cfg/effect"
 	"hijack/elfobj"
 	"hijack/ibr"
 )
@@ -39,6 +40,10 @@ type objIndex struct {
 	// ref maps a relocation (RELA section, index) to the reference into
 	// code ibr made of it.
 	ref map[[2]int]*ibr.CodeRef
+	// starts maps each code section's function starts to the function.
+	starts map[*ibr.Section]map[int]*ibr.Func
+	// clobber caches clobbers.
+	clobber map[*ibr.Func]effect.RegSet
 }
 
 // inbound lists the references into an instruction from outside its
@@ -86,7 +91,8 @@ func allocated(f *elfobj.File, sec uint32) bool {
 func newObjIndex(o *ibr.Object) *objIndex {
 	f := o.File
 	ix := &objIndex{o: o, taken: make(map[*ibr.Section]map[int]bool), foreign: make(map[*ibr.Section]map[int]bool),
-		nforeign: make(map[*ibr.Func]int), in: make(map[*ibr.Section]map[int]*inbound), rela: make(map[uint32]map[uint64]relaRef), ref: make(map[[2]int]*ibr.CodeRef)}
+		nforeign: make(map[*ibr.Func]int), in: make(map[*ibr.Section]map[int]*inbound), rela: make(map[uint32]map[uint64]relaRef), ref: make(map[[2]int]*ibr.CodeRef),
+		clobber: make(map[*ibr.Func]effect.RegSet)}
 	mark := func(m map[*ibr.Section]map[int]bool, s *ibr.Section, i int) {
 		if m[s] == nil {
 			m[s] = make(map[int]bool)

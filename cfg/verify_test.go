@@ -28,6 +28,7 @@ import (
 // entries known gives it (tables decoded on a coarser graph), else to
 // every instruction data or the function's code refers to.
 type flow struct {
+	o     *ibr.Object
 	s     *ibr.Section
 	fn    *ibr.Func
 	preds map[int][]int
@@ -36,7 +37,7 @@ type flow struct {
 const outside = -1
 
 func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func, known map[int][]int) *flow {
-	f := &flow{s: s, fn: fn, preds: make(map[int][]int)}
+	f := &flow{o: o, s: s, fn: fn, preds: make(map[int][]int)}
 	in := func(i int) bool { return i >= fn.Start && i < fn.End }
 	add := func(to, from int) {
 		if !slices.Contains(f.preds[to], from) {
@@ -146,7 +147,74 @@ func (f *flow) writes(i int, reg effect.Reg) bool {
 	if !e.Known || (e.Def | e.Partial).Has(reg) {
 		return true
 	}
-	return f.s.Asm(i).Op == x86asm.CALL && effect.CallerSaved.Has(reg)
+	if f.s.Asm(i).Op != x86asm.CALL || !effect.CallerSaved.Has(reg) {
+		return false
+	}
+	// A call to a function of the object that neither writes reg nor
+	// calls or jumps out leaves reg alone (gcc's -fipa-ra counts on it).
+	callee := callee(f.o, f.s, i)
+	if callee == nil {
+		return true
+	}
+	cs := callee.Section
+	for k := callee.Start; k < callee.End; k++ {
+		y := &cs.Insts[k]
+		if y.Kind != ibr.Code {
+			continue
+		}
+		ce := effect.Of(cs.Asm(k), &y.Layout, cs.Bytes(k))
+		if !ce.Known || (ce.Def | ce.Partial).Has(reg) {
+			return true
+		}
+		switch ce.Ctrl {
+		case effect.Call, effect.IndirectCall, effect.IndirectJump, effect.Syscall, effect.Interrupt:
+			return true
+		case effect.Jump, effect.CondJump:
+			if y.Link == nil || y.Link.Kind != ibr.LinkBranch || y.Link.Target < callee.Start || y.Link.Target >= callee.End {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callee returns the function of the object that the direct call i
+// calls (a resolved branch, or a relocation against its section), or nil.
+func callee(o *ibr.Object, s *ibr.Section, i int) *ibr.Func {
+	x := &s.Insts[i]
+	var cs *ibr.Section
+	t := -1
+	if x.Link != nil && x.Link.Kind == ibr.LinkBranch {
+		cs, t = s, x.Link.Target
+	}
+	for _, fr := range x.Relocs {
+		if fr.Off != x.Layout.RelOff {
+			continue
+		}
+		r := o.File.Sections[fr.Sec].Relocs[fr.Index]
+		sym := &o.File.Symbols[r.Sym]
+		cs = o.BySection[int(sym.Shndx)]
+		if cs == nil || sym.Shndx == 0 || sym.Shndx >= 0xff00 {
+			return nil
+		}
+		a := int64(sym.Value) + r.Addend + int64(x.Len) - int64(fr.Off)
+		if a < 0 {
+			return nil
+		}
+		t = cs.Find(uint64(a))
+		if t < 0 || t >= len(cs.Insts) || int64(cs.Insts[t].Off) != a {
+			return nil
+		}
+	}
+	if cs == nil || t < 0 || t >= len(cs.Insts) {
+		return nil
+	}
+	for _, fn := range cs.Funcs {
+		if fn.Start == t {
+			return fn
+		}
+	}
+	return nil
 }
 
 // defs returns the instructions whose write of reg may reach the point

@@ -139,6 +139,39 @@ base_twice:
 	ret
 	.size	base_twice, .-base_twice
 
+# The table base kept in a caller-saved register across a call to a
+# function of the object that leaves it alone (gcc's -fipa-ra does
+# this). 4 entries.
+	.type	leaves_rdx, @function
+leaves_rdx:
+	leal	1(%rdi), %eax
+	ret
+	.size	leaves_rdx, .-leaves_rdx
+
+	.globl	base_across_call
+	.type	base_across_call, @function
+base_across_call:
+	pushq	%rbx
+	movl	%edi, %ebx
+	leaq	.Lbk_tab(%rip), %rdx
+	call	leaves_rdx
+	cmpl	$3, %ebx
+	ja	.Lbk_def
+	movl	%ebx, %ebx
+	movslq	(%rdx,%rbx,4), %rax
+	addq	%rdx, %rax
+	popq	%rbx
+	jmp	*%rax
+.Lbk_0:	movl	$46, %eax
+	ret
+.Lbk_1:	movl	$47, %eax
+	ret
+.Lbk_def:
+	movl	$-1, %eax
+	popq	%rbx
+	ret
+	.size	base_across_call, .-base_across_call
+
 # A mask instead of a range check. 8 entries.
 	.globl	and_mask
 	.type	and_mask, @function
@@ -230,6 +263,37 @@ check_one_path:
 	ret
 	.size	check_one_path, .-check_one_path
 
+# The base register written by the function called between its lea and
+# the dispatch (a function of the object: no ABI to trust, what it writes
+# is what counts).
+	.type	writes_rdx, @function
+writes_rdx:
+	leaq	.Lbl_data(%rip), %rdx
+	ret
+	.size	writes_rdx, .-writes_rdx
+
+	.globl	base_clobbered_by_call
+	.type	base_clobbered_by_call, @function
+base_clobbered_by_call:
+	pushq	%rbx
+	movl	%edi, %ebx
+	leaq	.Lbw_tab(%rip), %rdx
+	call	writes_rdx
+	cmpl	$3, %ebx
+	ja	.Lbw_def
+	movl	%ebx, %ebx
+	movslq	(%rdx,%rbx,4), %rax
+	addq	%rdx, %rax
+	popq	%rbx
+	jmp	*%rax
+.Lbw_0:	movl	$48, %eax
+	ret
+.Lbw_def:
+	movl	$-1, %eax
+	popq	%rbx
+	ret
+	.size	base_clobbered_by_call, .-base_clobbered_by_call
+
 # The index changes after its check.
 	.globl	check_then_add
 	.type	check_then_add, @function
@@ -289,6 +353,10 @@ pushed_jump:
 	.long	.Lcc_0-.Lcc_tab, .Lcc_1-.Lcc_tab, .Lcc_0-.Lcc_tab, .Lcc_1-.Lcc_tab, .Lcc_def-.Lcc_tab, .Lcc_0-.Lcc_tab
 .Lbt_tab:
 	.long	.Lbt_0-.Lbt_tab, .Lbt_1-.Lbt_tab, .Lbt_def-.Lbt_tab, .Lbt_1-.Lbt_tab
+.Lbk_tab:
+	.long	.Lbk_0-.Lbk_tab, .Lbk_1-.Lbk_tab, .Lbk_def-.Lbk_tab, .Lbk_1-.Lbk_tab
+.Lbw_tab:
+	.long	.Lbw_0-.Lbw_tab, .Lbw_def-.Lbw_tab, .Lbw_0-.Lbw_tab, .Lbw_def-.Lbw_tab
 .Lam_tab:
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab, .Lam_1-.Lam_tab
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab
