@@ -140,7 +140,15 @@ func (r *resolver) boundIn(b *Block, end int, st idxState, g *guardFact, active 
 	}
 	var worst uint64
 	worstAt := 0
+	live := 0
 	for _, p := range b.Preds {
+		if !r.external[p.Index] && len(p.Preds) == 0 {
+			// Alignment padding nothing enters, which falls into b
+			// (gcc puts a nop before the label after a jump): not a
+			// path.
+			continue
+		}
+		live++
 		n, at, ok := r.boundIn(p, p.End, st, r.guardOn(p, b), active, onPath)
 		if !ok {
 			return best, bestAt, have
@@ -148,6 +156,9 @@ func (r *resolver) boundIn(b *Block, end int, st idxState, g *guardFact, active 
 		if n >= worst {
 			worst, worstAt = n, at
 		}
+	}
+	if live == 0 {
+		return best, bestAt, have
 	}
 	tighten(worst, worstAt)
 	return best, bestAt, have
