@@ -333,6 +333,38 @@ func TestJumpTableAsm(t *testing.T) {
 	}
 }
 
+// TestStrayLabels: an unresolved jump is a tail call (the arguments and
+// callee-saved registers live) only when no label in the middle of other
+// code has its address held by data or code: testdata/src/straylabels.s,
+// whose only such label is entered by a direct jump from a .cold part,
+// then with data holding its address too.
+func TestStrayLabels(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		tail  bool
+	}{{nil, true}, {[]string{"-Wa,--defsym,TAKEN=1"}, false}} {
+		t.Run(fmt.Sprint(c.flags), func(t *testing.T) {
+			obj := testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/straylabels.s", c.flags...)
+			p := program(t, obj)
+			g := graph(t, p, "virtual_tail")
+			if len(g.Indirect) != 1 {
+				t.Fatalf("%d unresolved jumps, want 1", len(g.Indirect))
+			}
+			if ij := g.Indirect[0]; ij.TailCall != c.tail {
+				t.Errorf("tail call %v, want %v (%s)", ij.TailCall, c.tail, ij.Reason)
+			}
+			want := effect.CalleeSaved | effect.ArgRegs&^effect.RAX.Set()
+			if !c.tail {
+				want = effect.CallerSaved | effect.CalleeSaved
+			}
+			want &^= effect.RSP.Set()
+			if live := p.Liveness()[g].Before(g.Indirect[0].Inst).Regs; live&want != want {
+				t.Errorf("live before the jump %v, want %v", live, want)
+			}
+		})
+	}
+}
+
 // verifierArchives are the static libraries TestVerifyTables goes
 // through: Debian's C library, OpenSSL's libcrypto (libssl-dev) and
 // libstdc++ (libstdc++-12-dev, found with gcc -print-file-name).

@@ -28,8 +28,10 @@ type objIndex struct {
 	// or by data that other code (or data) may read. Entries of a table
 	// that only its own function refers to are not foreign.
 	foreign map[*ibr.Section]map[int]bool
-	// nforeign counts foreign instructions that do not start a function,
-	// per function (key nil: outside every function), and in all.
+	// nforeign counts foreign instructions that do not start a function
+	// and whose address data or an address computation holds (not only
+	// a direct branch), per function (key nil: outside every function),
+	// and in all.
 	nforeign      map[*ibr.Func]int
 	nforeignTotal int
 	// in says, for each foreign instruction, where control comes from.
@@ -249,7 +251,10 @@ func newObjIndex(o *ibr.Object) *objIndex {
 	for s, m := range ix.foreign {
 		for i := range m {
 			fn := funcOf(s, i)
-			if fn != nil && fn.Start == i {
+			if fn != nil && fn.Start == i || !ix.in[s][i].other {
+				// A label only direct branches of other functions
+				// enter (a .cold part's way back) has an address no
+				// value holds: no indirect jump lands there.
 				continue
 			}
 			ix.nforeign[fn]++
@@ -270,11 +275,14 @@ func unwindInfo(f *elfobj.File, sec uint32) bool {
 	return d.Name == ".eh_frame" || d.Type == 0x70000001 // SHT_X86_64_UNWIND
 }
 
-// strayLabels reports whether control may enter, from outside, an
-// instruction that does not start a function and is not in fn: an
-// indirect jump of fn that hijack cannot resolve may then land in the
-// middle of other code (the .cold part of a function that gcc split off,
-// shared code of hand-written assembly).
+// strayLabels reports whether an indirect jump may enter, from outside,
+// an instruction that does not start a function and is not in fn: one
+// whose address is in data or computed by code (a table shared by
+// functions, code that takes a label's address); an indirect jump of fn
+// that hijack cannot resolve may then land in the middle of other code.
+// Labels only direct branches enter (the way back from a .cold part gcc
+// split off, shared tails of hand-written assembly) do not count: no
+// value holds their address.
 func (ix *objIndex) strayLabels(fn *ibr.Func) bool {
 	return ix.nforeignTotal-ix.nforeign[fn] > 0
 }
