@@ -3,7 +3,7 @@
 #   make build        bin/hijack, the runtime (bin/libvptrace.so, bin/libvptrace.a,
 #                     bin/vptrace.h, bin/vptrace.supp: vptrace/runtime/build.sh)
 #   make deps         install the packages and Debian sources the tests need
-#   make test         deps + build + unit tests + e2e suite (what CI runs)
+#   make test         deps + build + unit tests + e2e suite + realworld-short (what CI runs)
 #   make demo         trace a small multi-threaded program with vptrace, print the report
 #   make demo-pad     rewrite a small C program with the pad preset, compare runs
 #   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
@@ -12,7 +12,8 @@
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
 #   make fuzz-short   every Go fuzz target for FUZZTIME each
 #   make realworld    Debian packages' own test suites built plain, pad, clobber and vptrace
-#                     (RW_FLAGS='--short', 'zstd pcre2', '--modes "plain vptrace"'; scripts/realworld/)
+#                     (RW_FLAGS='--short', 'zstd pcre2', '--modes "plain vptrace"'; docs/realworld.md)
+#   make realworld-short  its short part: bzip2 and zstd, reduced test sets (in make test)
 #
 # HIJACK selects the rewriter the e2e suite and the demo drive (default
 # bin/hijack, built first). With HIJACK set to another path nothing is built:
@@ -49,6 +50,7 @@ test: deps $(BUILD_IF_DEFAULT)
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory e2e-clobber
 	@$(MAKE) --no-print-directory e2e-vptrace
+	@$(MAKE) --no-print-directory realworld-short
 
 # The differential programs again with the clobber preset: every register
 # and flag liveness calls dead is destroyed before every instruction.

@@ -21,7 +21,7 @@ RW_CACHE=${HIJACK_CACHE:-$RW_ROOT/.cache}/realworld
 HIJACK=${HIJACK:-$RW_ROOT/bin/hijack}
 . "$RW_DIR/lib.sh"
 
-ALL_PROJECTS=(bzip2 zstd xz pcre2 jq libxml2 fmtlib re2 re2-clang)
+ALL_PROJECTS=(bzip2 zstd xz xz-clang pcre2 jq libxml2 fmtlib re2 re2-clang)
 SHORT_PROJECTS=(bzip2 zstd)
 RW_SHORT=0
 RW_JOBS=$(nproc)
