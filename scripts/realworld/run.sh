@@ -107,6 +107,8 @@ run_one() {
 		key=$(
 			{
 				echo "$spec $mode $RW_CC"
+				# a build that depends on the set (zstd's short one builds less)
+				if declare -f rw_build | grep -q RW_SHORT; then echo "short=$RW_SHORT"; fi
 				"$RW_CC" --version | head -n 1
 				cat "$RW_DIR/lib.sh" "$RW_DIR/projects/$proj.sh" ${RW_KEYFILES:-}
 				# plain links the runtime; the others are hijack's output
