@@ -137,7 +137,7 @@ func Build(o *ibr.Object) *Program {
 	}
 	ix.starts = starts
 	for _, fn := range o.Funcs {
-		g := buildGraph(ix, fn, starts)
+		g := ix.graph(fn)
 		p.Graphs = append(p.Graphs, g)
 		p.ByFunc[fn] = g
 	}

@@ -108,8 +108,9 @@ func (r *resolver) defines(k int, reg effect.Reg) bool {
 
 // clobbers returns the caller-saved registers a call to fn may change:
 // those its instructions write, and all of them if it calls or jumps to
-// code outside the object or through a pointer (a direct call to a
-// function of the object adds that function's, computed the same way).
+// code outside the object or through a pointer other than a table
+// dispatch of its own (a direct call to a function of the object adds
+// that function's, computed the same way).
 // The callee-saved ones it preserves, as the ABI says and as for any
 // other call.
 func (ix *objIndex) clobbers(fn *ibr.Func) effect.RegSet {
@@ -145,7 +146,10 @@ func (ix *objIndex) clobbers(fn *ibr.Func) effect.RegSet {
 				c |= effect.CallerSaved // a tail call
 			}
 		case effect.IndirectJump:
-			c |= effect.CallerSaved
+			// A table dispatch stays in fn; anything else may leave.
+			if g := ix.graph(fn); g == nil || g.BlockOf(i) == nil || !g.BlockOf(i).Table {
+				c |= effect.CallerSaved
+			}
 		}
 	}
 	c &= effect.CallerSaved

@@ -279,6 +279,7 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "base_twice", entries: 4, relative: true, guard: "JA"},
 		{name: "base_across_call", entries: 4, relative: true, guard: "JA"},
 		{name: "padded_label", entries: 8, relative: true, guard: "JBE"},
+		{name: "base_across_dispatch", entries: 4, relative: true, guard: "JA"},
 		{name: "and_mask", entries: 8, relative: true, guard: "AND"},
 		{name: "no_check", reason: "no range check bounds the index", tail: true},
 		{name: "base_loaded", reason: "not with a table address", tail: true},

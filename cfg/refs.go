@@ -46,6 +46,26 @@ type objIndex struct {
 	starts map[*ibr.Section]map[int]*ibr.Func
 	// clobber caches clobbers.
 	clobber map[*ibr.Func]effect.RegSet
+	// graphs holds the graphs built, building those being built (a
+	// callee's graph is built when its caller's analysis needs it).
+	graphs   map[*ibr.Func]*Graph
+	building map[*ibr.Func]bool
+}
+
+// graph returns the graph of fn, building it if need be; nil while it is
+// being built (a call cycle), which callers must take as knowing nothing.
+func (ix *objIndex) graph(fn *ibr.Func) *Graph {
+	if g := ix.graphs[fn]; g != nil {
+		return g
+	}
+	if ix.building[fn] {
+		return nil
+	}
+	ix.building[fn] = true
+	g := buildGraph(ix, fn, ix.starts)
+	delete(ix.building, fn)
+	ix.graphs[fn] = g
+	return g
 }
 
 // inbound lists the references into an instruction from outside its
@@ -94,7 +114,7 @@ func newObjIndex(o *ibr.Object) *objIndex {
 	f := o.File
 	ix := &objIndex{o: o, taken: make(map[*ibr.Section]map[int]bool), foreign: make(map[*ibr.Section]map[int]bool),
 		nforeign: make(map[*ibr.Func]int), in: make(map[*ibr.Section]map[int]*inbound), rela: make(map[uint32]map[uint64]relaRef), ref: make(map[[2]int]*ibr.CodeRef),
-		clobber: make(map[*ibr.Func]effect.RegSet)}
+		clobber: make(map[*ibr.Func]effect.RegSet), graphs: make(map[*ibr.Func]*Graph), building: make(map[*ibr.Func]bool)}
 	mark := func(m map[*ibr.Section]map[int]bool, s *ibr.Section, i int) {
 		if m[s] == nil {
 			m[s] = make(map[int]bool)

@@ -28,6 +28,8 @@ import (
 // entries known gives it (tables decoded on a coarser graph), else to
 // every instruction data or the function's code refers to.
 type flow struct {
+	p     *cfg.Program
+	depth int // of the calls whose callee's tables are being checked
 	o     *ibr.Object
 	s     *ibr.Section
 	fn    *ibr.Func
@@ -36,8 +38,9 @@ type flow struct {
 
 const outside = -1
 
-func newFlow(o *ibr.Object, s *ibr.Section, fn *ibr.Func, known map[int][]int) *flow {
-	f := &flow{o: o, s: s, fn: fn, preds: make(map[int][]int)}
+func newFlow(p *cfg.Program, depth int, s *ibr.Section, fn *ibr.Func, known map[int][]int) *flow {
+	o := p.Obj
+	f := &flow{p: p, depth: depth, o: o, s: s, fn: fn, preds: make(map[int][]int)}
 	in := func(i int) bool { return i >= fn.Start && i < fn.End }
 	add := func(to, from int) {
 		if !slices.Contains(f.preds[to], from) {
@@ -167,12 +170,32 @@ func (f *flow) writes(i int, reg effect.Reg) bool {
 			return true
 		}
 		switch ce.Ctrl {
-		case effect.Call, effect.IndirectCall, effect.IndirectJump, effect.Syscall, effect.Interrupt:
+		case effect.IndirectJump:
+			if !f.staysIn(callee, k) {
+				return true
+			}
+		case effect.Call, effect.IndirectCall, effect.Syscall, effect.Interrupt:
 			return true
 		case effect.Jump, effect.CondJump:
 			if y.Link == nil || y.Link.Kind != ibr.LinkBranch || y.Link.Target < callee.Start || y.Link.Target >= callee.End {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// staysIn reports whether the indirect jump j of fn is a table dispatch
+// within fn: cfg says so and decodeTable agrees.
+func (f *flow) staysIn(fn *ibr.Func, j int) bool {
+	g := f.p.ByFunc[fn]
+	if g == nil || f.depth >= 2 {
+		return false
+	}
+	for _, jt := range g.Tables {
+		if jt.Jump == j {
+			got, why := decodeTable(f.o, g, jt, newFlow(f.p, f.depth+1, g.Sec, fn, nil))
+			return why == "" && slices.Equal(got, jt.Entries)
 		}
 	}
 	return false
@@ -598,7 +621,7 @@ func verifyTables(t *testing.T, name string, p *cfg.Program) tally {
 		// the tables decoded so far, until nothing more decodes.
 		known := make(map[int][]int)
 		for len(g.Tables) > 0 {
-			fl := newFlow(p.Obj, g.Sec, g.Func, known)
+			fl := newFlow(p, 0, g.Sec, g.Func, known)
 			more := false
 			for _, jt := range g.Tables {
 				if _, ok := known[jt.Jump]; ok {
@@ -613,7 +636,7 @@ func verifyTables(t *testing.T, name string, p *cfg.Program) tally {
 				break
 			}
 		}
-		fl := newFlow(p.Obj, g.Sec, g.Func, known)
+		fl := newFlow(p, 0, g.Sec, g.Func, known)
 		for _, jt := range g.Tables {
 			n.tables++
 			got, why := decodeTable(p.Obj, g, jt, fl)

@@ -193,6 +193,47 @@ padded_label:
 	ret
 	.size	padded_label, .-padded_label
 
+# The same across a call to a function of the object that dispatches
+# through a table of its own (it stays in the callee) and leaves rdx
+# alone (pcre2's compile_recurse and get_class_iterator_size). 4 entries.
+	.type	dispatching_callee, @function
+dispatching_callee:
+	cmpl	$1, %edi
+	ja	.Ldc_def
+	movl	%edi, %eax
+	leaq	.Ldc_tab(%rip), %rcx
+	movslq	(%rcx,%rax,4), %rax
+	addq	%rcx, %rax
+	jmp	*%rax
+.Ldc_0:	movl	$1, %eax
+	ret
+.Ldc_def:
+	xorl	%eax, %eax
+	ret
+	.size	dispatching_callee, .-dispatching_callee
+
+	.globl	base_across_dispatch
+	.type	base_across_dispatch, @function
+base_across_dispatch:
+	pushq	%rbx
+	movl	%edi, %ebx
+	leaq	.Lbd_tab(%rip), %rdx
+	call	dispatching_callee
+	cmpl	$3, %ebx
+	ja	.Lbd_def
+	movl	%ebx, %ebx
+	movslq	(%rdx,%rbx,4), %rax
+	addq	%rdx, %rax
+	popq	%rbx
+	jmp	*%rax
+.Lbd_0:	movl	$54, %eax
+	ret
+.Lbd_def:
+	movl	$-1, %eax
+	popq	%rbx
+	ret
+	.size	base_across_dispatch, .-base_across_dispatch
+
 # A mask instead of a range check. 8 entries.
 	.globl	and_mask
 	.type	and_mask, @function
@@ -381,6 +422,10 @@ pushed_jump:
 .Lpl_tab:
 	.long	.Lpl_0-.Lpl_tab, .Lpl_1-.Lpl_tab, .Lpl_0-.Lpl_tab, .Lpl_1-.Lpl_tab
 	.long	.Lpl_0-.Lpl_tab, .Lpl_1-.Lpl_tab, .Lpl_1-.Lpl_tab, .Lpl_0-.Lpl_tab
+.Ldc_tab:
+	.long	.Ldc_0-.Ldc_tab, .Ldc_def-.Ldc_tab
+.Lbd_tab:
+	.long	.Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab, .Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab
 .Lam_tab:
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab, .Lam_1-.Lam_tab
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab
