@@ -11,7 +11,6 @@ package vptrace
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -27,6 +26,7 @@ import (
 	"hijack/loops"
 	"hijack/rules"
 	"hijack/snippet"
+	"hijack/vptrace/abi"
 )
 
 // Preset is the vptrace preset. Its zero value is not usable: use New.
@@ -38,16 +38,6 @@ type Preset struct {
 
 // New returns the vptrace preset.
 func New() *Preset { return &Preset{states: make(map[*ibr.Object]*objState)} }
-
-// Descriptor layout (ABI.md).
-const (
-	descSize = 48
-	siteSize = 32
-	magic    = 0x31545056 // "VPT1"
-
-	flagIE       = 1 // descriptor flags: the slots (or their word) are initial-exec TLS
-	flagIndirect = 4 // tls: indirect, the TLS word points to the slots
-)
 
 // tlsModel is how inserted code reaches the object's per-thread slots
 // (ABI.md, "Per-thread last-page slots").
@@ -279,73 +269,74 @@ func (st *objState) finish() error {
 	f := st.o.File
 	n := len(st.sites)
 	name := st.strs.add(st.o.Name)
-	data := make([]byte, descSize+siteSize*n)
-	le := binary.LittleEndian
-	le.PutUint32(data[0:], magic)
-	le.PutUint32(data[4:], 1)
-	le.PutUint32(data[8:], uint32(n))
+	desc := abi.Object{
+		Magic:   abi.Magic,
+		Version: abi.Version,
+		NSites:  uint32(n),
+		// The sites and strings follow in this section: plain offsets.
+		SitesRel: abi.ObjectSize - abi.ObjectSitesRelOff,
+		StrsRel:  int32(abi.ObjectSize + abi.SiteSize*n - abi.ObjectStrsRelOff),
+		Name:     name,
+		ID:       st.id,
+	}
 	switch st.tls {
 	case initialExec:
-		le.PutUint32(data[12:], flagIE)
+		desc.Flags = abi.FlagIE
 	case indirect:
-		le.PutUint32(data[12:], flagIE|flagIndirect)
+		desc.Flags = abi.FlagIE | abi.FlagIndirect
 	}
-	// The sites and strings follow in this section: plain offsets.
-	le.PutUint32(data[16:], uint32(descSize-16))
-	le.PutUint32(data[20:], uint32(descSize+siteSize*n-20))
-	le.PutUint32(data[24:], name)
-	le.PutUint64(data[32:], st.id)
+	recs := make([]abi.Site, n)
 	for k, s := range st.sites {
-		r := data[descSize+siteSize*k:]
-		le.PutUint32(r[0:], st.strs.add(s.fn.Name))
 		sec := s.fn.Section
-		le.PutUint32(r[4:], sec.Insts[s.inst].Off-sec.Insts[s.fn.Start].Off)
-		symName := uint32(0xffffffff)
-		if s.sym != "" {
-			symName = st.strs.add(s.sym)
+		r := abi.Site{
+			Func:    st.strs.add(s.fn.Name),
+			InsnOff: sec.Insts[s.inst].Off - sec.Insts[s.fn.Start].Off,
+			Sym:     abi.NoSym,
+			SymOff:  int32(s.symOff),
+			Kind:    s.kind,
+			Seg:     s.seg,
+			Size:    uint16(s.size),
+			Covers:  s.covers,
+			Block:   uint32(s.block),
+			Score:   uint32(s.score * 1e6),
 		}
-		le.PutUint32(r[8:], symName)
-		le.PutUint32(r[12:], uint32(int32(s.symOff)))
-		kind := s.kind
+		if s.sym != "" {
+			r.Sym = st.strs.add(s.sym)
+		}
 		if s.exact {
-			kind |= kindExact
+			r.Kind |= abi.KindExact
 		}
 		if s.rep {
 			if b := s.acc.Mem.Base; b == x86asm.RSI || b == x86asm.ESI {
-				kind |= repSource
+				r.Kind |= abi.KindRepSrc
 			} else {
-				kind |= repDest
+				r.Kind |= abi.KindRepDest
 			}
 		}
-		r[16] = kind
-		r[17] = s.seg
-		size := int64(s.size)
-		if s.kind&kindRange != 0 {
-			size = s.hi - s.lo // a sweep's range covers its merged accesses too
-		}
-		le.PutUint16(r[18:], uint16(size))
-		le.PutUint32(r[20:], s.covers)
-		le.PutUint32(r[24:], uint32(s.block))
 		if s.vec != 0 {
-			r[16] |= kindVec
-			le.PutUint32(r[24:], s.vec)
+			r.Kind |= abi.KindVec
+			r.Block = uint32(s.vec)
 		}
-		if s.kind&kindRange != 0 {
-			// A sweep's block field is its step when it exceeds a page
-			// (0: the range is contiguous); with a register step, the
-			// register's number in the top byte and the multiplier, a
-			// signed 24-bit number, below it.
-			le.PutUint32(r[24:], uint32(int32(s.stride)))
+		if s.kind&abi.KindRange != 0 {
+			// A sweep's range covers its merged accesses too. Its block
+			// field is its step when it exceeds a page (0: the range is
+			// contiguous); with a register step, abi.DynStep.
+			r.Size = uint16(s.hi - s.lo)
+			r.Block = uint32(int32(s.stride))
 			if d := s.dynStep; d != nil {
-				r[16] |= kindDyn
-				le.PutUint32(r[24:], uint32(d.reg)<<24|uint32(d.mult)&0xffffff)
+				r.Kind |= abi.KindDynStep
+				r.Block = abi.DynStep(uint8(d.reg), d.mult)
 			}
 		}
-		le.PutUint32(r[28:], uint32(s.score*1e6))
+		recs[k] = r
 	}
 	// The string table is complete only now that every site named its
 	// function and variable.
-	le.PutUint32(data[28:], uint32(len(st.strs.data)))
+	desc.NStrs = uint32(len(st.strs.data))
+	data := desc.Append(make([]byte, 0, abi.ObjectSize+abi.SiteSize*n+len(st.strs.data)))
+	for k := range recs {
+		data = recs[k].Append(data)
+	}
 	data = append(data, st.strs.data...)
 	sec := f.Sections[st.secData]
 	sec.Data = data
@@ -358,11 +349,11 @@ func (st *objState) finish() error {
 		k := f.FindSymbol(st.sym(what))
 		f.Symbols[k].Size = size
 		if what == "sites" {
-			f.Symbols[k].Value = descSize
+			f.Symbols[k].Value = abi.ObjectSize
 		}
 	}
-	setSym("desc", descSize)
-	setSym("sites", uint64(siteSize*n))
+	setSym("desc", abi.ObjectSize)
+	setSym("sites", uint64(abi.SiteSize*n))
 	setSym("slots", slots)
 	return st.addConstructor()
 }

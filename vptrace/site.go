@@ -12,26 +12,7 @@ import (
 	"hijack/ibr"
 	"hijack/ibr/x86len"
 	"hijack/loops"
-)
-
-// Segment classes of an access (struct vpt_site.seg).
-const (
-	segUnknown = 0 // a pointer in a register: heap, a global passed by pointer, a stack
-	segGlobal  = 1 // .data, .bss, .rodata: RIP-relative or absolute symbol
-	segStack   = 2 // rsp- or frame-pointer-based
-	segTLS     = 3 // a thread-local variable
-)
-
-// Access kinds (struct vpt_site.kind).
-const (
-	kindRead  = 1
-	kindWrite = 2
-	kindExact = 4    // exact mode: every event is recorded (no runtime cache)
-	kindDyn   = 8    // a sweep whose step is a register times a constant (vpt_range_dyn)
-	repSource = 0x10 // a rep string operation's source range, from rsi
-	repDest   = 0x20 // a rep string operation's destination range, from rdi
-	kindRange = 0x40 // a sweep: reported as one range per loop run (vpt_range)
-	kindVec   = 0x80 // vector elements (vpt_vec); block holds the descriptor
+	"hijack/vptrace/abi"
 )
 
 // site is one instrumented memory access.
@@ -39,8 +20,8 @@ type site struct {
 	fn     *ibr.Func
 	inst   int // instruction index in the section
 	acc    effect.Access
-	kind   uint8
-	seg    uint8
+	kind   abi.Kind
+	seg    abi.Segment
 	size   int
 	covers uint32
 	block  int
@@ -63,7 +44,7 @@ type site struct {
 	// vec, when non-zero, describes an access of vector elements (an AVX2
 	// gather, or a masked move) that the runtime resolves from the vector
 	// registers (ABI.md "Vector accesses").
-	vec uint32
+	vec abi.VecDesc
 	// repAfter marks a repe/repne cmps or scas, which may stop early: its
 	// range is recorded after it runs.
 	repAfter bool
@@ -93,7 +74,7 @@ type relocRef struct {
 // the same address expression up to the displacement, with no register of
 // it redefined in between.
 type groupKey struct {
-	seg          uint8
+	seg          abi.Segment
 	base, index  x86asm.Reg
 	scale        uint8
 	segment      x86asm.Reg
@@ -261,10 +242,10 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 	m := acc.Mem
 	st := &site{fn: sel.g.Func, inst: i, acc: acc, size: acc.Size, covers: 1, sym: "", rep: acc.Rep}
 	if acc.Read {
-		st.kind |= kindRead
+		st.kind |= abi.KindRead
 	}
 	if acc.Write {
-		st.kind |= kindWrite
+		st.kind |= abi.KindWrite
 	}
 	switch {
 	case acc.VSIB || acc.Masked:
@@ -302,9 +283,9 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 			case elf.R_X86_64_TPOFF32, elf.R_X86_64_DTPOFF32:
 				// (local-exec; local-dynamic: the module's TLS
 				// block in the base register, clang -fPIC)
-				st.seg = segTLS
+				st.seg = abi.SegTLS
 			case elf.R_X86_64_PC32, elf.R_X86_64_32S, elf.R_X86_64_32:
-				st.seg = segGlobal
+				st.seg = abi.SegGlobal
 			default:
 				sel.skipped[fmt.Sprintf("address with a %s relocation", r.Type)]++
 				return nil
@@ -323,24 +304,24 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 			return nil
 		}
 		st.link = in.Link
-		st.seg = segGlobal
+		st.seg = abi.SegGlobal
 		if fn := s.FuncAt(in.Link.Target); fn != nil {
 			st.sym = fn.Name
 		}
 	}
 	switch {
-	case st.seg == segTLS:
+	case st.seg == abi.SegTLS:
 	case m.Segment == x86asm.FS || m.Segment == x86asm.GS:
 		if m.Base == 0 && m.Index == 0 {
 			// %fs:const: the thread control block (stack canary,
 			// pointer guard), not program data.
 			return nil
 		}
-		st.seg = segTLS
+		st.seg = abi.SegTLS
 	case m.Base == x86asm.RSP || m.Base == x86asm.ESP || (sel.framePtr && (m.Base == x86asm.RBP || m.Base == x86asm.EBP)):
-		st.seg = segStack
+		st.seg = abi.SegStack
 	}
-	if st.seg == segStack && !sel.usestack {
+	if st.seg == abi.SegStack && !sel.usestack {
 		return nil
 	}
 	if acc.Rep {
@@ -362,21 +343,10 @@ func conditionalRep(a *x86asm.Inst) bool {
 	return false
 }
 
-// Vector-access descriptor fields (struct vpt_site.block of a vector
-// site; the runtime's VD_* macros).
-const (
-	vdVSIB  = 1 << 5
-	vdQIdx  = 1 << 8
-	vdMask  = 1 << 20
-	vdCount = 9
-	vdMReg  = 15
-	vdScale = 6
-)
-
 // vecDescriptor describes an AVX2 gather or masked move for the runtime:
 // which vector registers hold the indices and the mask, the element size
 // and count. AVX-512 forms (opmask registers) are not described.
-func vecDescriptor(a *x86asm.Inst, lay *x86len.Layout, acc effect.Access) (uint32, int, bool) {
+func vecDescriptor(a *x86asm.Inst, lay *x86len.Layout, acc effect.Access) (abi.VecDesc, int, bool) {
 	if lay.Escape != x86len.VEX2 && lay.Escape != x86len.VEX3 {
 		return 0, 0, false
 	}
@@ -420,11 +390,7 @@ func vecDescriptor(a *x86asm.Inst, lay *x86len.Layout, acc effect.Access) (uint3
 			return 0, 0, false
 		}
 		n := min(dw/elem, iw/idx)
-		d := vi | vdVSIB | scale<<vdScale | uint32(n)<<vdCount | m<<vdMReg | vdMask
-		if idx == 8 {
-			d |= vdQIdx
-		}
-		return d, elem, true
+		return abi.Vec(vi, true, scale, idx == 8, n, m, true), elem, true
 	}
 	// vmaskmov: load dst, mask, mem; store mem, mask, src.
 	data := a.Args[0]
@@ -436,7 +402,7 @@ func vecDescriptor(a *x86asm.Inst, lay *x86len.Layout, acc effect.Access) (uint3
 	if !ok1 || !ok2 {
 		return 0, 0, false
 	}
-	return uint32(w/elem)<<vdCount | m<<vdMReg | vdMask, elem, true
+	return abi.Vec(0, false, 0, false, w/elem, m, true), elem, true
 }
 
 // alignedByInstruction reports whether the instruction faults unless its
@@ -471,7 +437,7 @@ func (sel *selector) aligned(st *site) bool {
 	if st.size&(st.size-1) != 0 || st.size > 64 {
 		return false
 	}
-	if st.seg == segStack && st.acc.Mem.Index == 0 {
+	if st.seg == abi.SegStack && st.acc.Mem.Index == 0 {
 		return st.size <= 16 && st.acc.Mem.Disp%int64(st.size) == 0
 	}
 	if st.rel == nil || st.acc.Mem.Base != 0 && st.acc.Mem.Base != x86asm.RIP {

@@ -12,6 +12,7 @@ import (
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/snippet"
+	"hijack/vptrace/abi"
 )
 
 // redZone is the part of the stack below rsp that leaf functions may use
@@ -102,7 +103,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 	lv := st.live[st.prog.ByFunc[s.fn]]
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
-	s.kind |= kindRange
+	s.kind |= abi.KindRange
 	put := func(e edgePoint, delta int64, exit bool, adj int64) error {
 		live := lv.Before(e.inst)
 		if e.after {
@@ -600,7 +601,7 @@ func (st *objState) assemble(k int, siteLabels ...string) (*ibr.Snippet, error) 
 		return nil, err
 	}
 	for _, l := range siteLabels {
-		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[l] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(siteSize*k) - 4})
+		sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: code.Labels[l] + 3, Type: elf.R_X86_64_PC32, Sym: st.sym("sites"), Addend: int64(abi.SiteSize*k) - 4})
 	}
 	return sn, nil
 }

@@ -29,7 +29,7 @@ func BenchmarkAggregate(b *testing.B) {
 				for range per {
 					b.StopTimer()
 					for k := range evs {
-						evs[k] = event{page1: 1 + 0x7f0000000 + (i%c.pages)*c.stride, site: site, time: i}
+						evs[k] = event{Page1: 1 + 0x7f0000000 + (i%c.pages)*c.stride, Site: site, Time: i}
 						i++
 					}
 					b.StartTimer()

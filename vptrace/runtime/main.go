@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"hijack/vptrace/abi"
 	"hijack/vptrace/trace"
 )
 
@@ -47,14 +48,19 @@ const (
 	closed   = C.VPT_CLAIM_CLOSED
 	maxBufs  = C.VPT_MAXBUFS
 	maxObjs  = C.VPT_MAXOBJ
-	siteSize = 32
+	siteSize = abi.SiteSize
 )
 
 type cbuf = C.struct_vpt_buf
 
-type event struct {
-	page1, site, time uint64
-}
+// event is struct vpt_event (rt.h); the two arrays fail to compile when
+// their sizes differ (TestCLayout in vptrace/abi checks every field).
+type event = abi.Event
+
+var (
+	_ [evSize - abi.EventSize]struct{}
+	_ [abi.EventSize - evSize]struct{}
+)
 
 func events(b *cbuf) []event {
 	return unsafe.Slice((*event)(unsafe.Add(unsafe.Pointer(b), bufHdr)), int(b.cap))
@@ -240,11 +246,11 @@ func (s *consumerState) steal(b *cbuf) {
 		s.tmp = s.tmp[:0]
 		k := from
 		for k < len(evs) {
-			site := atomic.LoadUint64(&evs[k].site)
+			site := atomic.LoadUint64(&evs[k].Site)
 			if site == 0 {
 				break
 			}
-			s.tmp = append(s.tmp, event{evs[k].page1, site, evs[k].time})
+			s.tmp = append(s.tmp, event{Page1: evs[k].Page1, Site: site, Time: evs[k].Time})
 			k++
 		}
 		if k == from {
@@ -272,35 +278,35 @@ func (s *consumerState) thread(b *cbuf) *thread {
 
 func (s *consumerState) aggregate(th *thread, evs []event) {
 	var lastSite, lastPage1 uint64
-	var lastKind trace.Kind
+	var lastKind abi.Kind
 	var pa *pageVal
 	n := 0
 	for i := range evs {
 		e := &evs[i]
-		site := atomic.LoadUint64(&e.site)
-		if site == 0 || e.page1 == 0 {
+		site := atomic.LoadUint64(&e.Site)
+		if site == 0 || e.Page1 == 0 {
 			continue
 		}
 		n++
-		if pa == nil || e.page1 != lastPage1 {
-			pa = th.pages.get(e.page1)
-			lastPage1 = e.page1
+		if pa == nil || e.Page1 != lastPage1 {
+			pa = th.pages.get(e.Page1)
+			lastPage1 = e.Page1
 			if pa.events == 0 {
-				pa.first, pa.last = e.time, e.time
+				pa.first, pa.last = e.Time, e.Time
 			}
 		}
 		if site != lastSite {
 			lastSite, lastKind = site, s.kinds.kind(site)
 		}
 		pa.events++
-		if lastKind&trace.KindRead != 0 {
+		if lastKind&abi.KindRead != 0 {
 			pa.reads++
 		}
-		if lastKind&trace.KindWrite != 0 {
+		if lastKind&abi.KindWrite != 0 {
 			pa.writes++
 		}
-		pa.first = min(pa.first, e.time)
-		pa.last = max(pa.last, e.time)
+		pa.first = min(pa.first, e.Time)
+		pa.last = max(pa.last, e.Time)
 		if pa.site0 == site {
 			pa.count0++
 		} else {
@@ -344,13 +350,13 @@ func (s *consumerState) writeAll(now uint64) {
 
 type objRange struct {
 	lo, hi uint64
-	kinds  []trace.Kind
+	kinds  []abi.Kind
 }
 
 type kindTable struct {
 	ranges []objRange // ascending lo
 	nkinds uint32     // C.vpt_kinds entries read
-	cache  map[uint64]trace.Kind
+	cache  map[uint64]abi.Kind
 }
 
 func (k *kindTable) refresh() bool {
@@ -362,9 +368,9 @@ func (k *kindTable) refresh() bool {
 		e := (*C.struct_vpt_kinds)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&C.vpt_kinds[i]))))
 		ns := int(e.nsites)
 		raw := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), C.VPT_KINDS_HDR)), ns)
-		r := objRange{lo: uint64(e.sites), hi: uint64(e.sites) + uint64(ns)*siteSize, kinds: make([]trace.Kind, ns)}
+		r := objRange{lo: uint64(e.sites), hi: uint64(e.sites) + uint64(ns)*siteSize, kinds: make([]abi.Kind, ns)}
 		for j := range r.kinds {
-			r.kinds[j] = trace.Kind(raw[j])
+			r.kinds[j] = abi.Kind(raw[j])
 		}
 		// A later entry at the same address is an object loaded where
 		// an unloaded one was: it replaces the range.
@@ -390,7 +396,7 @@ func (k *kindTable) refresh() bool {
 	return true
 }
 
-func (k *kindTable) lookup(site uint64) (trace.Kind, bool) {
+func (k *kindTable) lookup(site uint64) (abi.Kind, bool) {
 	lo, hi := 0, len(k.ranges)
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -410,7 +416,7 @@ func (k *kindTable) lookup(site uint64) (trace.Kind, bool) {
 	return r.kinds[(site-r.lo)/siteSize], true
 }
 
-func (k *kindTable) kind(site uint64) trace.Kind {
+func (k *kindTable) kind(site uint64) abi.Kind {
 	if v, ok := k.cache[site]; ok {
 		return v
 	}
@@ -420,7 +426,7 @@ func (k *kindTable) kind(site uint64) trace.Kind {
 	}
 	if ok {
 		if k.cache == nil {
-			k.cache = map[uint64]trace.Kind{}
+			k.cache = map[uint64]abi.Kind{}
 		}
 		k.cache[site] = v
 	}

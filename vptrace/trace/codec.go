@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"hijack/vptrace/abi"
 )
 
 var le = binary.LittleEndian
@@ -173,16 +175,8 @@ func (o *Object) AppendPayload(dst []byte) []byte {
 	e.u64(o.Reserved)
 	e.u32(o.NameOff)
 	e.u32(0)
-	for _, s := range o.Sites {
-		e.u32(s.Func)
-		e.u32(s.InsnOff)
-		e.u32(s.Sym)
-		e.u32(uint32(s.SymOff))
-		e.b = append(e.b, byte(s.Kind), byte(s.Seg))
-		e.u16(s.Size)
-		e.u32(s.Covers)
-		e.u32(s.Block)
-		e.u32(s.Score)
+	for i := range o.Sites {
+		e.b = o.Sites[i].Append(e.b)
 	}
 	e.b = append(e.b, o.Strs...)
 	return e.b
@@ -211,19 +205,7 @@ func DecodeObject(p []byte) (*Object, error) {
 	}
 	o.Sites = make([]SiteRec, nsites)
 	for i := range o.Sites {
-		b := d.bytes(SiteRecSize)
-		o.Sites[i] = SiteRec{
-			Func:    le.Uint32(b[0:]),
-			InsnOff: le.Uint32(b[4:]),
-			Sym:     le.Uint32(b[8:]),
-			SymOff:  int32(le.Uint32(b[12:])),
-			Kind:    Kind(b[16]),
-			Seg:     Segment(b[17]),
-			Size:    le.Uint16(b[18:]),
-			Covers:  le.Uint32(b[20:]),
-			Block:   le.Uint32(b[24:]),
-			Score:   le.Uint32(b[28:]),
-		}
+		o.Sites[i], _ = abi.UnmarshalSite(d.bytes(SiteRecSize)) // (the length was checked above)
 	}
 	o.Strs = slices.Clone(d.bytes(int(nstrs)))
 	return o, d.err
@@ -395,10 +377,8 @@ func (r *Raw) AppendPayload(dst []byte) []byte {
 	e.u32(uint32(len(r.Events)))
 	e.u32(0)
 	e.u64(0)
-	for _, ev := range r.Events {
-		e.u64(ev.Page1)
-		e.u64(ev.Site)
-		e.u64(ev.Time)
+	for i := range r.Events {
+		e.b = r.Events[i].Append(e.b)
 	}
 	return e.b
 }
@@ -418,8 +398,7 @@ func DecodeRaw(p []byte) (*Raw, error) {
 	}
 	r.Events = make([]Event, n)
 	for i := range r.Events {
-		b := d.bytes(EventSize)
-		r.Events[i] = Event{Page1: le.Uint64(b), Site: le.Uint64(b[8:]), Time: le.Uint64(b[16:])}
+		r.Events[i], _ = abi.UnmarshalEvent(d.bytes(EventSize)) // (the length was checked above)
 	}
 	return r, nil
 }

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"hijack/vptrace/abi"
 )
 
 // File and chunk framing.
@@ -23,8 +25,8 @@ const (
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
 	Minor      = 1
-	PageShift  = 12
-	PageSize   = 1 << PageShift
+	PageShift  = abi.PageShift
+	PageSize   = abi.PageSize
 
 	chunkHeaderSize = 16
 	// MaxChunk bounds a chunk's payload; longer lengths are corruption.
@@ -117,86 +119,44 @@ const (
 	FlagExit = 1 // Raw: the thread's last events
 )
 
-// Kind is vpt_site.kind: bit 0 read, bit 1 write (both: read-modify-write),
-// bit 2 exact mode, bit 3 a sweep whose step is a register (with bit 6),
-// bit 4 a rep string operation's source range (from rsi), bit 5 its
-// destination range (from rdi), bit 6 a sweep recorded as one range per
-// loop run.
-type Kind uint8
+// Kind is vpt_site.kind (vptrace/abi): bit 0 read, bit 1 write (both:
+// read-modify-write), bit 2 exact mode, bit 3 a sweep whose step is a
+// register (with bit 6), bit 4 a rep string operation's source range (from
+// rsi), bit 5 its destination range (from rdi), bit 6 a sweep recorded as
+// one range per loop run, bit 7 vector elements.
+type Kind = abi.Kind
 
-// Kinds and kind bits.
+// Kinds and kind bits (vptrace/abi).
 const (
-	KindRead    Kind = 1
-	KindWrite   Kind = 2
-	KindRMW     Kind = 3
-	KindExact   Kind = 0x04 // a site of exact mode: the runtime recorded every event
-	KindDynStep Kind = 0x08 // a sweep whose step the runtime read from a register
-	KindRepSrc  Kind = 0x10
-	KindRepDest Kind = 0x20
-	KindRange   Kind = 0x40
+	KindRead    = abi.KindRead
+	KindWrite   = abi.KindWrite
+	KindRMW     = abi.KindRMW
+	KindExact   = abi.KindExact   // a site of exact mode: the runtime recorded every event
+	KindDynStep = abi.KindDynStep // a sweep whose step the runtime read from a register
+	KindRepSrc  = abi.KindRepSrc
+	KindRepDest = abi.KindRepDest
+	KindRange   = abi.KindRange
+	KindVec     = abi.KindVec // vector elements (vpt_vec)
 )
 
-func (k Kind) String() string {
-	var s string
-	switch k & KindRMW {
-	case KindRead:
-		s = "read"
-	case KindWrite:
-		s = "write"
-	case KindRMW:
-		s = "rmw"
-	default:
-		s = "unknown"
-	}
-	if k&KindExact != 0 {
-		s += ",exact"
-	}
-	if k&KindRepSrc != 0 {
-		s += ",rep-src"
-	}
-	if k&KindRepDest != 0 {
-		s += ",rep-dst"
-	}
-	if k&KindRange != 0 {
-		s += ",range"
-	}
-	if k&KindDynStep != 0 {
-		s += ",register-step"
-	}
-	return s
-}
+// Segment is vpt_site.seg (vptrace/abi). The preset knows a segment only
+// from the operand's form: a relocation names a global or a TLS variable,
+// rsp/rbp addresses the stack. An address computed in a register (a
+// pointer: the heap, but as well a global array passed to a function,
+// another thread's stack, an mmap'ed file) is SegUnknown until accesses
+// are attributed by address.
+type Segment = abi.Segment
 
-// Segment classes (vpt_site.seg).
-type Segment uint8
-
-// Segments. The preset knows a segment only from the operand's form: a
-// relocation names a global or a TLS variable, rsp/rbp addresses the
-// stack. An address computed in a register (a pointer: the heap, but as
-// well a global array passed to a function, another thread's stack, an
-// mmap'ed file) is SegUnknown until accesses are attributed by address.
+// Segments.
 const (
-	SegUnknown Segment = 0 // a pointer in a register: heap, global or stack
-	SegGlobal  Segment = 1
-	SegStack   Segment = 2
-	SegTLS     Segment = 3
+	SegUnknown = abi.SegUnknown // a pointer in a register: heap, global or stack
+	SegGlobal  = abi.SegGlobal
+	SegStack   = abi.SegStack
+	SegTLS     = abi.SegTLS
 )
-
-func (s Segment) String() string {
-	switch s {
-	case SegUnknown:
-		return "unknown"
-	case SegGlobal:
-		return "global"
-	case SegStack:
-		return "stack"
-	case SegTLS:
-		return "tls"
-	}
-	return fmt.Sprintf("seg%d", uint8(s))
-}
 
 // NoSym is vpt_site.sym for sites without a variable.
-const NoSym = 0xffffffff
+const NoSym = abi.NoSym
 
 // Header is the first chunk: who wrote the file, and when.
 type Header struct {
@@ -217,21 +177,10 @@ type Header struct {
 }
 
 // SiteRec is one struct vpt_site as the object emitted it.
-type SiteRec struct {
-	Func    uint32
-	InsnOff uint32
-	Sym     uint32
-	SymOff  int32
-	Kind    Kind
-	Seg     Segment
-	Size    uint16
-	Covers  uint32
-	Block   uint32
-	Score   uint32
-}
+type SiteRec = abi.Site
 
 // SiteRecSize is sizeof(struct vpt_site).
-const SiteRecSize = 32
+const SiteRecSize = abi.SiteSize
 
 // Object is an instrumented object's descriptor with its sites and strings,
 // and where they were in the process.
@@ -313,16 +262,12 @@ type Agg struct {
 	Pages    []PageAgg
 }
 
-// Event is one recorded page change: page+1 (0 never occurs), the site
-// address (0: an empty slot, to be ignored) and the time.
-type Event struct {
-	Page1 uint64
-	Site  uint64
-	Time  uint64
-}
+// Event is one recorded page change (struct vpt_event): page+1 (0 never
+// occurs), the site address (0: an empty slot, to be ignored) and the time.
+type Event = abi.Event
 
 // EventSize is the size of an Event in a Raw chunk.
-const EventSize = 24
+const EventSize = abi.EventSize
 
 // Raw holds one thread's events as recorded.
 type Raw struct {

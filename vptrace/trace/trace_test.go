@@ -299,7 +299,7 @@ func FuzzReader(f *testing.F) {
 func FuzzDecode(f *testing.F) {
 	f.Add(uint16(ChunkAgg), (&Agg{Pages: []PageAgg{{Page: 1, Sites: []SiteCount{{1, 1}}}}}).AppendPayload(nil))
 	f.Add(uint16(ChunkObject), (&Object{Sites: []SiteRec{{}}, Strs: []byte("\x00x\x00")}).AppendPayload(nil))
-	f.Add(uint16(ChunkRaw), (&Raw{Events: []Event{{1, 2, 3}}}).AppendPayload(nil))
+	f.Add(uint16(ChunkRaw), (&Raw{Events: []Event{{Page1: 1, Site: 2, Time: 3}}}).AppendPayload(nil))
 	f.Add(uint16(ChunkStatus), (&Status{Flags: StatusWriteError, Errno: 28}).AppendPayload(nil))
 	f.Fuzz(func(t *testing.T, typ uint16, p []byte) {
 		v, err := Decode(ChunkType(typ), p)
