@@ -10,9 +10,10 @@
 // runtime's Go side (vptrace/runtime) use these types and constants and
 // have no copies of their own. The C side (vptrace/runtime/vptrace.h and
 // rt.h) is written by hand for its readers and checked against this
-// package by a test (TestCLayout in vptrace/runtime) that compiles a C
-// program printing every field's offset and size and every constant, so a
-// drift between the two fails. ABI.md describes the contract in prose.
+// package by a test (TestCLayout, c_test.go) that compiles a C program
+// printing every field's offset, size and signedness and every constant,
+// so a drift between the two fails. vptrace/ABI.md describes the contract
+// in prose.
 //
 // Every record is little-endian with no padding: the Go struct layouts
 // equal the C ones field for field (offsets and sizes), which the tests

@@ -449,8 +449,8 @@ static void end_chunk(uint32_t flags)
 
 static int obj_valid(const struct vpt_object *o)
 {
-	return o->magic == VPT_OBJ_MAGIC && o->version == 1 && o->nsites < (1u << 24) &&
-	       o->nstrs < (1u << 28) && (o->nstrs == 0 || o->name < o->nstrs);
+	return o->magic == VPT_OBJ_MAGIC && o->version == VPTRACE_ABI_VERSION && o->nsites < VPT_MAX_SITES &&
+	       o->nstrs < VPT_MAX_STRS && (o->nstrs == 0 || o->name < o->nstrs);
 }
 
 uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites)
@@ -556,7 +556,7 @@ static void reset_slots(void)
 	readers_enter();
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vpt_object *o = LOADA(&vpt_objs[i]);
-		if (o && (o->flags & 6u) == 2u && o->reserved != 0)
+		if (o && (o->flags & (VPT_FLAG_SLOTS_TPOFF | VPT_FLAG_INDIRECT)) == VPT_FLAG_SLOTS_TPOFF && o->reserved != 0)
 			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)o->nsites * 8);
 	}
 	readers_leave();
@@ -1617,7 +1617,7 @@ static inline GPR_ONLY uint64_t *cache_set(uint64_t *c, uint64_t p, uint64_t *ke
  * without noting anything */
 static inline GPR_ONLY int cache_has(struct vpt_thread *t, unsigned kind, uint64_t p)
 {
-	uint64_t *c = t->cache, k = kind & 3, key;
+	uint64_t *c = t->cache, k = kind & (VPT_KIND_READ | VPT_KIND_WRITE), key;
 	if (!c || !k)
 		return 0;
 	uint64_t *set = cache_set(c, p, &key);
@@ -1629,7 +1629,7 @@ static inline GPR_ONLY int cache_has(struct vpt_thread *t, unsigned kind, uint64
 
 static inline GPR_ONLY int cache_seen(struct vpt_thread *t, unsigned kind, uint64_t p)
 {
-	uint64_t *c = t->cache, k = kind & 3, key;
+	uint64_t *c = t->cache, k = kind & (VPT_KIND_READ | VPT_KIND_WRITE), key;
 	if (!c || !k)
 		return 0;
 	uint64_t *set = cache_set(c, p, &key);
@@ -1865,7 +1865,7 @@ void vpt_full(uint64_t page1, uint64_t site, uint64_t time)
 	}
 	/* The stub could not note the event in a cache the thread did not
 	 * have yet (its first event): note it now. */
-	if (!(((const struct vpt_site *)(uintptr_t)site)->kind & 4))
+	if (!(((const struct vpt_site *)(uintptr_t)site)->kind & VPT_KIND_EXACT))
 		cache_note(t, ((const struct vpt_site *)(uintptr_t)site)->kind, page1 - 1);
 	b = refill(t);
 	if (!b)
@@ -1894,7 +1894,7 @@ static void append_range(uint64_t site, uint64_t p0, uint64_t p1, uint64_t time)
 	uint64_t cur, end, p;
 	int nested, st;
 	unsigned kind = ((const struct vpt_site *)(uintptr_t)site)->kind;
-	int cached = !(kind & 4);
+	int cached = !(kind & VPT_KIND_EXACT);
 
 	if (p1 < p0)
 		return;
@@ -2027,7 +2027,7 @@ static void range_record(uint64_t site, uint64_t first, uint64_t last, int64_t s
 {
 	struct vpt_thread *t = &vpt_t;
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
-	int memo = !(s->kind & 4) && !(t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO));
+	int memo = !(s->kind & VPT_KIND_EXACT) && !(t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO));
 	if (memo)
 		t->flags |= VTF_MEMO;
 	range_pages(site, first, last, step, memo);
@@ -2043,7 +2043,7 @@ static GPR_ONLY int range_known(uint64_t site, uint64_t first, uint64_t last, in
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	struct vpt_thread *t = &vpt_t;
-	if ((s->kind & 4) || (t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO)) || !t->cache)
+	if ((s->kind & VPT_KIND_EXACT) || (t->flags & (VTF_INBATCH | VTF_RUNTIME | VTF_MEMO)) || !t->cache)
 		return 0;
 	uint64_t size = s->size ? s->size : 1, epoch = LOAD(&vpt_hot.epoch);
 	uint64_t ustep = step < 0 ? -(uint64_t)step : (uint64_t)step;
@@ -2094,8 +2094,8 @@ void vpt_range_c(uint64_t site, uint64_t first, uint64_t last)
 static inline GPR_ONLY void dyn_run(uint64_t site, const uint64_t *regs, uint64_t adj, uint64_t *first, uint64_t *last, int64_t *step)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
-	int64_t mult = (int64_t)((int32_t)(s->block << 8) >> 8);
-	*step = (int64_t)(regs[(s->block >> 24) & 15] * (uint64_t)mult); /* wraps, never UB */
+	int64_t mult = (int64_t)VPT_DYN_MULT(s->block);
+	*step = (int64_t)(regs[VPT_DYN_REG(s->block) & 15] * (uint64_t)mult); /* wraps, never UB */
 	*first = regs[20];
 	*last = regs[19];
 	if (adj & 1)
@@ -2136,7 +2136,7 @@ void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64
 	bytes = count * size;
 	for (int k = 0; k < 2; k++) {
 		uint64_t base = k ? rdi : rsi, lo;
-		if (!(s->kind & (k ? 0x20 : 0x10)))
+		if (!(s->kind & (k ? VPT_KIND_REP_DEST : VPT_KIND_REP_SRC)))
 			continue;
 		lo = (rflags & 0x400) ? base + size - bytes : base;
 		append_range(site, lo >> 12, (lo + bytes - 1) >> 12, time);
@@ -2144,15 +2144,8 @@ void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64
 }
 
 /* Vector element accesses (site kind bit 7, ABI.md "Vector accesses"):
- * the descriptor in the site's block field says which vector registers
- * hold the indices and the mask. */
-#define VD_VIDX(d) ((d) & 0x1f)         /* index vector register (VSIB) */
-#define VD_VSIB(d) (((d) >> 5) & 1)     /* gather: per-element indices */
-#define VD_SCALE(d) (((d) >> 6) & 3)    /* log2 of the index scale */
-#define VD_QIDX(d) (((d) >> 8) & 1)     /* indices are qwords (else dwords) */
-#define VD_COUNT(d) (((d) >> 9) & 0x3f) /* elements */
-#define VD_MREG(d) (((d) >> 15) & 0x1f) /* mask vector register: element sign bits */
-#define VD_MASK(d) (((d) >> 20) & 1)    /* the access has a mask */
+ * the descriptor in the site's block field (VD_*, rt.h) says which vector
+ * registers hold the indices and the mask. */
 
 extern uint32_t vpt_xsave_mask; /* stubs.S: the components xsave saves */
 static uint32_t ymm_off;        /* offset of the AVX upper halves in the xsave area */
@@ -2241,7 +2234,7 @@ GPR_ONLY int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base)
 {
 	const struct vpt_site *s = (const struct vpt_site *)(uintptr_t)site;
 	uint64_t pages[16];
-	if ((s->kind & 4) || (s->size != 4 && s->size != 8) || VD_COUNT(s->block) > 8)
+	if ((s->kind & VPT_KIND_EXACT) || (s->size != 4 && s->size != 8) || VD_COUNT(s->block) > 8)
 		return 0;
 	unsigned np = vec_pages(s->block, s->size, area, area + 32, base, pages);
 	return quick_record(site, s->kind, pages, np);
@@ -2263,7 +2256,7 @@ void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, 
 	bytes = count * size;
 	for (int k = 0; k < 2; k++) {
 		uint64_t p = k ? regs[7] : regs[6];
-		if (!(s->kind & (k ? 0x20 : 0x10)))
+		if (!(s->kind & (k ? VPT_KIND_REP_DEST : VPT_KIND_REP_SRC)))
 			continue;
 		lo = (regs[16] & 0x400) ? p + size : p - bytes;
 		append_range(site, lo >> 12, (lo + bytes - 1) >> 12, LOAD(&vpt_hot.clock));
@@ -2374,7 +2367,7 @@ void vpt_slots_c(uint64_t desc, uint64_t tpoff)
 	long m;
 	if (LOAD(word))
 		return; /* (a signal handler's call mapped it) */
-	if (o->magic != VPT_OBJ_MAGIC || o->nsites >= (1u << 24)) {
+	if (o->magic != VPT_OBJ_MAGIC || o->nsites >= VPT_MAX_SITES) {
 		const char *msg[] = {"vptrace: a bad object descriptor asks for TLS slots; aborting\n", NULL};
 		fatal(msg);
 	}

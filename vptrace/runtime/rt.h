@@ -28,9 +28,24 @@
 #include <stdint.h>
 
 #include "vptrace.h" /* struct vpt_object, struct vpt_site */
-#define VPT_OBJ_MAGIC 0x31545056u
 
-/* one event: written by the stub (page1, time, then site last) */
+/* vpt_site.block of a sweep with a register step (VPT_KIND_DYN_STEP): the
+ * register's hardware number in bits 24-31, the multiplier (bytes per unit
+ * of the register) a signed 24-bit number below (abi.DynStep) */
+#define VPT_DYN_REG(b)  (((b) >> 24) & 0xff)
+#define VPT_DYN_MULT(b) ((int32_t)((b) << 8) >> 8)
+
+/* vpt_site.block of a vector site (VPT_KIND_VEC, ABI.md "Vector accesses";
+ * abi.VecDesc) */
+#define VD_VIDX(d) ((d) & 0x1f)         /* index vector register (VSIB) */
+#define VD_VSIB(d) (((d) >> 5) & 1)     /* gather: per-element indices */
+#define VD_SCALE(d) (((d) >> 6) & 3)    /* log2 of the index scale */
+#define VD_QIDX(d) (((d) >> 8) & 1)     /* indices are qwords (else dwords) */
+#define VD_COUNT(d) (((d) >> 9) & 0x3f) /* elements */
+#define VD_MREG(d) (((d) >> 15) & 0x1f) /* mask vector register: element sign bits */
+#define VD_MASK(d) (((d) >> 20) & 1)    /* the access has a mask */
+
+/* one event: written by the stub (page1, time, then site last; abi.Event) */
 struct vpt_event {
 	uint64_t page1;  /* page number + 1 */
 	uint64_t site;   /* address of the struct vpt_site; 0: slot not written */

@@ -115,33 +115,62 @@ const char *vptrace_path(void);
 
 /* ---- ABI with instrumented code (emitted by hijack) ------------------------ */
 
+/* The layouts and constants below are vptrace/abi (Go), the single source:
+ * a test there (TestCLayout) compiles this header and compares every
+ * offset, size and constant with it. */
+#define VPT_OBJ_MAGIC 0x31545056u /* "VPT1" */
+#define VPT_MAX_SITES (1u << 24)  /* nsites is below */
+#define VPT_MAX_STRS  (1u << 28)  /* nstrs is below */
+
 struct vpt_object {        /* 48 bytes, in section .vptrace */
-	uint32_t magic;        /* 0x31545056 "VPT1" */
-	uint32_t version;      /* 1 */
+	uint32_t magic;        /* VPT_OBJ_MAGIC */
+	uint32_t version;      /* VPTRACE_ABI_VERSION */
 	uint32_t nsites;
-	uint32_t flags;        /* bit 0: TLS initial-exec; bit 1: reserved = slots TLS offset */
+	uint32_t flags;        /* VPT_FLAG_* */
 	int32_t sites_rel;     /* sites[0] - &sites_rel */
 	int32_t strs_rel;      /* string table - &strs_rel */
 	uint32_t name;         /* object file name (offset in strs) */
 	uint32_t nstrs;        /* bytes in strs */
 	uint64_t id;           /* FNV-1a of the original object */
-	uint64_t reserved;     /* with flags bit 1: TPOFF of __vpt_slots_<id> */
+	uint64_t reserved;     /* with VPT_FLAG_SLOTS_TPOFF: TPOFF of __vpt_slots_<id> */
 };
+
+/* vpt_object.flags */
+#define VPT_FLAG_IE          1 /* the slots (with VPT_FLAG_INDIRECT: their word) are initial-exec TLS, else local-exec */
+#define VPT_FLAG_SLOTS_TPOFF 2 /* reserved holds the slots' TPOFF: a fork child zeroes them */
+#define VPT_FLAG_INDIRECT    4 /* tls indirect: the TLS word points to this thread's slot array (vpt_slots) */
 
 struct vpt_site {          /* 32 bytes */
 	uint32_t func;         /* function name (offset in strs) */
 	uint32_t insn_off;     /* instruction offset in the original function */
-	uint32_t sym;          /* variable name (offset in strs) or 0xffffffff */
+	uint32_t sym;          /* variable name (offset in strs) or VPT_NOSYM */
 	int32_t sym_off;
-	uint8_t kind;          /* bit 0 read, bit 1 write (3: read-modify-write);
-	                          bit 4 rep string source (from rsi), bit 5 rep destination (rdi);
-	                          bit 6 a sweep, recorded per loop run (vpt_range) */
-	uint8_t seg;           /* 0 unknown (a pointer in a register), 1 global, 2 stack, 3 TLS */
+	uint8_t kind;          /* VPT_KIND_* */
+	uint8_t seg;           /* VPT_SEG_* */
 	uint16_t size;         /* access size; rep string operations: element size */
 	uint32_t covers;
-	uint32_t block;
+	uint32_t block;        /* block index; VPT_KIND_RANGE: the step (VPT_KIND_DYN_STEP: register
+	                          and multiplier, rt.h); VPT_KIND_VEC: the vector descriptor (rt.h) */
 	uint32_t score;
 };
+
+#define VPT_NOSYM 0xffffffffu /* vpt_site.sym: no variable */
+
+/* vpt_site.kind */
+#define VPT_KIND_READ     0x01 /* (both: read-modify-write) */
+#define VPT_KIND_WRITE    0x02
+#define VPT_KIND_EXACT    0x04 /* exact mode: every event recorded */
+#define VPT_KIND_DYN_STEP 0x08 /* with VPT_KIND_RANGE: the step is a register (vpt_range_dyn) */
+#define VPT_KIND_REP_SRC  0x10 /* rep string source range, from rsi (vpt_rep) */
+#define VPT_KIND_REP_DEST 0x20 /* rep string destination range, from rdi */
+#define VPT_KIND_RANGE    0x40 /* a sweep, recorded per loop run (vpt_range) */
+#define VPT_KIND_VEC      0x80 /* vector elements (vpt_vec) */
+
+/* vpt_site.seg */
+#define VPT_SEG_UNKNOWN 0 /* a pointer in a register */
+#define VPT_SEG_GLOBAL  1
+#define VPT_SEG_STACK   2
+#define VPT_SEG_TLS     3
 
 /* Called by the constructor hijack emits into every instrumented object.
  * Plain C, idempotent, safe before main and from concurrent dlopen. */
