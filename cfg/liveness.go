@@ -1,6 +1,8 @@
 package cfg
 
 import (
+	"slices"
+
 	"hijack/cfg/effect"
 	"hijack/ibr"
 )
@@ -89,9 +91,10 @@ func transfer(e *effect.Effect, after Live, local bool) Live {
 
 // exitLive is what is live after the last instruction of b because of how
 // it leaves the function; ret is what the function's callers need at its
-// returns.
-func exitLive(b *Block, ret Live) Live {
-	var l Live
+// returns, out what the code of this object that b jumps to needs (see
+// Program.Liveness).
+func exitLive(b *Block, ret Live, out map[int]Live) Live {
+	l := out[b.Index]
 	if b.Exits&(ExitIndirect|ExitFallOff) != 0 {
 		return allLive
 	}
@@ -109,7 +112,7 @@ func exitLive(b *Block, ret Live) Live {
 // backward data flow over its blocks, to a fixed point. ret is what is
 // live at its returns; localCall reports direct calls to functions of
 // this object.
-func (g *Graph) liveness(ret Live, localCall map[int]bool) *Liveness {
+func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live) *Liveness {
 	fn := g.Func
 	n := fn.End - fn.Start
 	eff := g.eff
@@ -122,7 +125,7 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool) *Liveness {
 		changed = false
 		for k := len(g.Blocks) - 1; k >= 0; k-- {
 			b := g.Blocks[k]
-			live := exitLive(b, ret)
+			live := exitLive(b, ret, out)
 			for _, s := range b.Succs {
 				live = live.Union(in[s.Index])
 			}
@@ -148,10 +151,16 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool) *Liveness {
 // interprocedural where the object allows it to matter: what is live at a
 // function's returns includes what its callers in this object keep live
 // across their calls to it (compilers that see both bodies rely on the
-// callee leaving those registers alone), iterated to a fixed point.
+// callee leaving those registers alone); what is live where a function
+// jumps to code of another function of the object includes what that code
+// needs there (gcc's .cold parts are the same function to its register
+// allocator: any register or flag may be live across the jump into one,
+// and back); iterated to a fixed point.
 func (p *Program) Liveness() map[*Graph]*Liveness {
 	ret := make(map[*Graph]Live, len(p.Graphs))
 	local := make(map[*Graph]map[int]bool, len(p.Graphs))
+	jumps := make(map[*Graph][]jumpOut, len(p.Graphs))
+	into := make(map[*Graph][]*Graph, len(p.Graphs)) // who jumps into a function
 	for _, g := range p.Graphs {
 		ret[g] = retUses
 		m := make(map[int]bool)
@@ -161,11 +170,29 @@ func (p *Program) Liveness() map[*Graph]*Liveness {
 			}
 		}
 		local[g] = m
+		for _, b := range g.Blocks {
+			if b.Exits&ExitTailCall == 0 {
+				continue
+			}
+			ts, ti, ok := branchTarget(p.Obj, g.Sec, b.End-1)
+			if !ok {
+				continue
+			}
+			tg := p.ByFunc[funcOf(ts, ti)]
+			if tg == nil || tg.BlockOf(ti) == nil {
+				continue
+			}
+			jumps[g] = append(jumps[g], jumpOut{b.Index, tg, ti})
+			if !slices.Contains(into[tg], g) {
+				into[tg] = append(into[tg], g)
+			}
+		}
 	}
+	exits := make(map[*Graph]map[int]Live, len(p.Graphs))
 	out := make(map[*Graph]*Liveness, len(p.Graphs))
 	for round := 0; ; round++ {
 		for _, g := range p.Graphs {
-			out[g] = g.liveness(ret[g], local[g])
+			out[g] = g.liveness(ret[g], local[g], exits[g])
 		}
 		changed := false
 		for _, g := range p.Graphs {
@@ -177,13 +204,76 @@ func (p *Program) Liveness() map[*Graph]*Liveness {
 					r.Regs |= out[s.Graph].After(s.Call.Inst).Regs
 				}
 			}
+			// Code jumped into returns to the jumper's callers.
+			for _, from := range into[g] {
+				r.Regs |= ret[from].Regs
+			}
 			if r != ret[g] {
 				ret[g] = r
 				changed = true
+			}
+			for _, j := range jumps[g] {
+				need := out[j.to].Before(j.at)
+				if exits[g] == nil {
+					exits[g] = make(map[int]Live)
+				}
+				if cur := exits[g][j.block]; cur.Union(need) != cur {
+					exits[g][j.block] = cur.Union(need)
+					changed = true
+				}
 			}
 		}
 		if !changed {
 			return out
 		}
 	}
+}
+
+// jumpOut is a block that leaves its function by a direct jump to
+// instruction at of function to (in this object).
+type jumpOut struct {
+	block int
+	to    *Graph
+	at    int
+}
+
+// branchTarget returns the instruction of this object that the direct
+// jump or call i goes to: a branch the assembler resolved, or one whose
+// relocation designates a code section.
+func branchTarget(o *ibr.Object, s *ibr.Section, i int) (*ibr.Section, int, bool) {
+	in := &s.Insts[i]
+	if in.Kind != ibr.Code || in.Layout.RelSize == 0 {
+		return nil, 0, false
+	}
+	if in.Link != nil && in.Link.Kind == ibr.LinkBranch {
+		if in.Link.Target < 0 || in.Link.Target >= len(s.Insts) || in.Link.Delta != 0 {
+			return nil, 0, false
+		}
+		return s, in.Link.Target, true
+	}
+	f := o.File
+	for _, fr := range in.Relocs {
+		if fr.Off != in.Layout.RelOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+			continue
+		}
+		r := f.Sections[fr.Sec].Relocs[fr.Index]
+		if int(r.Sym) >= len(f.Symbols) {
+			return nil, 0, false
+		}
+		sym := &f.Symbols[r.Sym]
+		ts := o.BySection[int(sym.Shndx)]
+		if ts == nil || sym.Shndx == 0 || sym.Shndx >= 0xff00 || ibr.ClassOf(r.Type) != ibr.RelocPC {
+			return nil, 0, false
+		}
+		t := int64(sym.Value) + r.Addend + int64(in.Len) - int64(fr.Off)
+		if t < 0 {
+			return nil, 0, false
+		}
+		ti := ts.Find(uint64(t))
+		if ti < 0 || ti >= len(ts.Insts) || int64(ts.Insts[ti].Off) != t {
+			return nil, 0, false
+		}
+		return ts, ti, true
+	}
+	return nil, 0, false
 }
