@@ -446,7 +446,10 @@ func buildGraph(ix *objIndex, fn *ibr.Func, starts map[*ibr.Section]map[int]*ibr
 		}
 		ij := IndirectJump{Inst: j, Reason: why[j]}
 		name := gotName(o, s, j)
-		if r.atEntryHeight(frames, j) && (name != "" || !ix.strayLabels(fn)) {
+		if r.intoCode[j] {
+			ij.Reason += " (into other code of the object)"
+		}
+		if !r.intoCode[j] && r.atEntryHeight(frames, j) && (name != "" || !ix.strayLabels(fn)) {
 			ij.TailCall = true
 			b.Exits |= ExitTailCall
 			g.Calls = append(g.Calls, &Call{Inst: j, Name: name, Indirect: true, Tail: true})

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -84,6 +85,12 @@ type resolver struct {
 	// (landing pads, which the unwinder enters), foreign labels.
 	external []bool
 	budget   int // instructions the bound walk may still visit
+	// cur is the jump being resolved; intoCode marks the jumps whose
+	// table (address proved, index bounded) has an entry leading to code
+	// of this object outside the function that is not a function's entry
+	// (a case gcc moved to the .cold part): such a jump is no tail call.
+	cur      int
+	intoCode map[int]bool
 	parts    map[*ibr.Func]*part
 }
 
@@ -473,6 +480,7 @@ func (r *resolver) where(i int) string {
 // jump table. Otherwise it says why not.
 func (r *resolver) resolve(j int) (*JumpTable, string) {
 	r.budget = 1 << 16
+	r.cur = j
 	a := r.asm(j)
 	if a.Op != x86asm.JMP || args(a) != 1 {
 		return nil, "not a near jump hijack decodes"
@@ -710,6 +718,34 @@ func (r *resolver) indexed(load, scale int) (addr, effect.Reg, int, string) {
 	return addr{}, 0, 0, why
 }
 
+// noteOut records, for the jump being resolved, a table entry that leads
+// out of the function (symbol sym plus addend; relative entries count
+// from relTo, the entry being at eo): into code of this object that is
+// not a function's entry, or any relative entry into code (a jump table's
+// case in the .cold part; function pointers are addresses), it makes the
+// jump no tail call.
+func (r *resolver) noteOut(sym *elfobj.Symbol, addend int64, relative bool, eo, relTo int64) {
+	ts := r.ix.o.BySection[int(sym.Shndx)]
+	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xff00 || ts == nil {
+		return
+	}
+	t := int64(sym.Value) + addend
+	if relative {
+		t += relTo - eo
+	}
+	ti := -1
+	if t >= 0 {
+		ti = ts.Find(uint64(t))
+	}
+	fn := funcOf(ts, ti)
+	if relative || fn == nil || int64(ts.Insts[fn.Start].Off) != t || strings.Contains(fn.Name, ".cold") {
+		if r.intoCode == nil {
+			r.intoCode = make(map[int]bool)
+		}
+		r.intoCode[r.cur] = true
+	}
+}
+
 // entries decodes n entries of the table at off in data section sec from
 // their relocations: each must lead to an instruction of the function, and
 // ibr must have taken it the same way (emit keeps it pointing there).
@@ -736,6 +772,7 @@ func (r *resolver) entries(sec uint32, off, relTo int64, relative bool, n int) (
 		}
 		sym := &f.Symbols[rel.Sym]
 		if sym.Shndx == elfobj.ShnUndef || sym.Shndx != uint32(r.s.Index) {
+			r.noteOut(sym, rel.Addend, relative, int64(eo), relTo)
 			return nil, fmt.Sprintf("entry %d at %s+0x%x leads out of the function's section", k, ds.Name, eo)
 		}
 		var t int64
@@ -759,6 +796,7 @@ func (r *resolver) entries(sec uint32, off, relTo int64, relative bool, n int) (
 			ti = r.s.Find(uint64(t))
 		}
 		if ti < r.fn.Start || ti >= r.fn.End || int64(r.s.Insts[ti].Off) != t || r.s.Insts[ti].Kind != ibr.Code {
+			r.noteOut(sym, rel.Addend, relative, int64(eo), relTo)
 			return nil, fmt.Sprintf("entry %d at %s+0x%x does not lead to an instruction of the function", k, ds.Name, eo)
 		}
 		if cr == nil || cr.Target != r.s || cr.Inst != ti || cr.Delta != 0 {

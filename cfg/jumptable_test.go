@@ -256,8 +256,9 @@ func TestJumpTableForms(t *testing.T) {
 // counterfeits it must leave unresolved (no range check, a base loaded
 // from memory, redefined on one path or by a function called on the way,
 // a check on one path only or before the index changes, a table of
-// function pointers), as tail calls with the argument registers live or
-// as unknown jumps with everything live.
+// function pointers, a table with a case in the .cold part), as tail
+// calls with the argument registers live or as unknown jumps with
+// everything live.
 func TestJumpTableAsm(t *testing.T) {
 	obj := testutil.Compile(t, t.TempDir(), "gcc", "../testdata/src/jumptables.s")
 	p := program(t, obj)
@@ -288,6 +289,7 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "check_then_add", reason: "no range check bounds the index", tail: true},
 		{name: "base_clobbered_by_call", reason: "not with a table address", tail: true},
 		{name: "tail_table", reason: "leads out of the function's section", tail: true},
+		{name: "cold_case", reason: "into other code of the object"},
 		{name: "pushed_jump", reason: "comes from outside the function"},
 	}
 	all := effect.RegSet(0)
