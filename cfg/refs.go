@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"slices"
+	"strings"
 
 	"hijack/cfg/effect"
 	"hijack/elfobj"
@@ -271,10 +272,13 @@ func newObjIndex(o *ibr.Object) *objIndex {
 	for s, m := range ix.foreign {
 		for i := range m {
 			fn := funcOf(s, i)
-			if fn != nil && fn.Start == i || !ix.in[s][i].other {
-				// A label only direct branches of other functions
-				// enter (a .cold part's way back) has an address no
-				// value holds: no indirect jump lands there.
+			if fn != nil && fn.Start == i && !strings.Contains(fn.Name, ".cold") || !ix.in[s][i].other {
+				// A function's entry follows the ABI. A label only
+				// direct branches of other functions enter (a .cold
+				// part's way back) has an address no value holds: no
+				// indirect jump lands there. The entry of a .cold part
+				// (gcc's, clang's split functions) does neither when a
+				// table holds it.
 				continue
 			}
 			ix.nforeign[fn]++

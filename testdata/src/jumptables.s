@@ -390,35 +390,6 @@ tail_table:
 	ret
 	.size	tail_table, .-tail_table
 
-# A jump table with a case gcc moved to the function's .cold part: that
-# entry leads out of the function, to code that may use any register
-# (r11 here). Not a tail call: unknown, everything live.
-	.globl	cold_case
-	.type	cold_case, @function
-cold_case:
-	movl	$57, %r11d
-	cmpl	$2, %edi
-	ja	.Lck_def
-	movl	%edi, %edi
-	leaq	.Lck_tab(%rip), %rdx
-	movslq	(%rdx,%rdi,4), %rax
-	addq	%rdx, %rax
-	jmp	*%rax
-.Lck_0:	movl	$56, %eax
-	ret
-.Lck_def:
-	movl	$-1, %eax
-	ret
-	.size	cold_case, .-cold_case
-
-	.section .text.unlikely,"ax",@progbits
-	.type	cold_case.cold, @function
-cold_case.cold:
-	movl	%r11d, %eax
-	ret
-	.size	cold_case.cold, .-cold_case.cold
-	.text
-
 # An indirect jump with a register pushed: not at the entry height, so
 # not a tail call; anything may be live.
 	.globl	pushed_jump
@@ -455,8 +426,6 @@ pushed_jump:
 	.long	.Ldc_0-.Ldc_tab, .Ldc_def-.Ldc_tab
 .Lbd_tab:
 	.long	.Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab, .Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab
-.Lck_tab:
-	.long	.Lck_0-.Lck_tab, cold_case.cold-.Lck_tab, .Lck_def-.Lck_tab
 .Lam_tab:
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab, .Lam_1-.Lam_tab
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab
