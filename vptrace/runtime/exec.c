@@ -34,7 +34,7 @@
 
 #define INTERPOSE __attribute__((weak, visibility("default")))
 
-/* rt.c refers to this, so that linking the runtime links this file too
+/* rt_state.c refers to this, so that linking the runtime links this file too
  * (a library linked after it that execs gets these functions as well). */
 VPT_HIDDEN const char vpt_exec_linked = 1;
 

@@ -4,7 +4,7 @@
 //
 // (build.sh does that and installs bin/vptrace.h). Instrumented code calls
 // the assembly stubs (stubs.S), which append events to per-thread buffers;
-// the C code (rt.c) hands full buffers to this Go code through a lock-free
+// the C code (rt_*.c) hands full buffers to this Go code through a lock-free
 // queue. Application threads never call Go. One goroutine (the consumer)
 // aggregates the events per thread and page and streams the aggregates to
 // the trace file every VPTRACE_INTERVAL_MS, at thread exit, at
@@ -29,7 +29,7 @@ import (
 
 func main() {}
 
-// vptGoAnchor is referenced by rt.c so that linking the archive's C part
+// vptGoAnchor is referenced by rt_state.c so that linking the archive's C part
 // pulls in the Go part (and with it the Go runtime's initialisation).
 //
 //export vptGoAnchor

@@ -1,5 +1,5 @@
 /*
- * rt.h: layouts shared by the runtime's C code (rt.c), its assembly
+ * rt.h: layouts shared by the runtime's C code (rt_*.c), its assembly
  * (stubs.S) and its Go code (cgo). Internal to vptrace/runtime; the public
  * API is vptrace.h.
  */
@@ -84,7 +84,7 @@ struct vpt_thread {
 	 * whichever site it comes from (sites of exact mode always are).
 	 * VPT_CACHE entries, mapped when the thread is set up and unmapped at
 	 * its exit (static TLS this large would fail pthread_create for
-	 * threads with small stacks); 0: none. The range memo (rt.c) follows
+	 * threads with small stacks); 0: none. The range memo (rt_threads.c) follows
 	 * them in the mapping. */
 	uint64_t *cache;
 	/* 96: the slot arrays vpt_slots mapped for this thread (objects of
@@ -113,6 +113,7 @@ struct vpt_slothdr {
 #define VPT_CLAIM_CLOSED 0x80000000ull
 /* buffer flags */
 #define VBF_EXIT  1u
+#define VBF_DIRTY 0x100u /* (fork child) stale events from the parent */
 
 struct vpt_buf {
 	uint32_t index;          /* 0: in vpt_bufs */
@@ -191,5 +192,234 @@ extern VPT_HIDDEN int vpt_before_exec(const char *prog); /* 1: wrote NOTE EXEC, 
 extern VPT_HIDDEN void vpt_exec_failed(int err);
 extern VPT_HIDDEN void vpt_before_exit(void);
 extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
+
+#ifdef VPT_RT_C
+/* ---- shared by the runtime's C files (rt_*.c; rt_state.c says how they
+ * work together). Their shared state and functions are hidden and named
+ * vpt_* or vrt_*: the archive links into static programs, where a global
+ * named like one of the program's would clash. */
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* atomics and raw system calls (no libc on the batch path) */
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define LOADA(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define STORER(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define CAS(p, o, n) __atomic_compare_exchange_n((p), (o), (n), 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define FADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+
+static inline long sc6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define sc3(n, a, b, c) sc6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+
+static inline uint32_t sys_gettid(void) { return (uint32_t)sc3(SYS_gettid, 0, 0, 0); }
+static inline uint32_t sys_getpid(void) { return (uint32_t)sc3(SYS_getpid, 0, 0, 0); }
+
+static inline uint64_t clock_ns(int clk)
+{
+	struct timespec ts = {0, 0};
+	sc3(SYS_clock_gettime, clk, &ts, 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void futex_wake(uint32_t *addr)
+{
+	sc6(SYS_futex, (long)addr, FUTEX_WAKE_PRIVATE, INT_MAX, 0, 0, 0);
+}
+
+static inline void futex_wait(uint32_t *addr, uint32_t val, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	sc6(SYS_futex, (long)addr, FUTEX_WAIT_PRIVATE, val, (long)&ts, 0, 0);
+}
+
+/* zero n bytes without calling memset (which may be instrumented) */
+static inline void zero_bytes(void *p, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0) : "memory");
+}
+static inline void copy_bytes(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+static inline size_t cstrlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* configuration and global state (rt_state.c) */
+enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
+enum { MODE_GO = 0, MODE_C = 1 };
+#define GO_NONE 0                /* the consumer has not started */
+#define GO_RUNNING 1
+#define GO_LOCKED 2              /* exit went raw before it started: it must stay out */
+#define W_MEM 1u
+#define W_OBJ 2u
+#define W_BUFS 4u
+#define W_BACKLOG 8u
+#define W_MAXOBJ 16u
+
+/* chunks (rt_output.c) */
+#define CH_HEADER 1
+#define CH_OBJECT 2
+#define CH_THREAD 3
+#define CH_THREAD_EXIT 4
+#define CH_AGG 5
+#define CH_RAW 6
+#define CH_NOTE 7
+#define CH_END 8
+#define CH_STATUS 9
+
+#define CHUNK_MAGIC 0x43545056u /* "VPTC" */
+#define FILE_MAGIC "VPTRACE\n"
+#define FMT_MAJOR 1
+#define FMT_MINOR 1
+
+static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
+static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
+static inline void put64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
+
+/* rt_state.c */
+extern HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec"), aligned(16)));
+extern HIDDEN uint8_t vpt_objdumped[VPT_MAXOBJ];
+extern HIDDEN uint32_t vrt_obj_kinds[VPT_MAXOBJ];
+extern HIDDEN int vrt_init_state;
+extern HIDDEN int vrt_atfork_registered;
+extern HIDDEN uint32_t vrt_clock_pid;
+extern HIDDEN int vrt_late_done_pid;
+extern HIDDEN int vrt_mode;
+extern HIDDEN int vrt_go_alive;
+extern HIDDEN int vrt_trace_fd;
+extern HIDDEN uint32_t vpt_pid, vpt_ppid, vrt_fork_ppid;
+extern HIDDEN int vrt_child_open;
+extern HIDDEN uint32_t vrt_header_flags;
+extern HIDDEN uint64_t vrt_start_mono, vrt_start_unix, vrt_open_ns;
+extern HIDDEN int vrt_cfg_interval_ms;
+extern HIDDEN int vrt_cfg_clock_us;
+extern HIDDEN uint32_t vrt_cfg_buf_cap;
+extern HIDDEN size_t vrt_cfg_buf_bytes;
+extern HIDDEN uint64_t vrt_cfg_max_bytes;
+extern HIDDEN uint32_t vrt_cfg_backlog;
+extern HIDDEN int vrt_cfg_exit_timeout_ms;
+extern HIDDEN char vrt_out_pattern[4096];
+extern HIDDEN char vrt_out_path[4096];
+extern HIDDEN int vrt_out_hasp;
+extern HIDDEN int vrt_write_errno;
+extern HIDDEN int vrt_trace_regular;
+extern HIDDEN uint64_t vrt_status_off;
+extern HIDDEN uint32_t vrt_consumer_tid;
+extern HIDDEN uint64_t vrt_serial_ctr;
+extern HIDDEN uint64_t vrt_mem_bytes;
+extern HIDDEN uint64_t vrt_total_drops;
+extern HIDDEN uint32_t vrt_warned;
+extern HIDDEN uint64_t vrt_free_head;
+extern HIDDEN uint32_t vrt_queue_head;
+extern HIDDEN uint32_t vrt_nqueued;
+extern HIDDEN uint32_t vrt_wake_seq, vrt_consumer_sleeping;
+extern HIDDEN uint32_t vrt_flush_req, vrt_flush_done_ctr, vrt_final_req;
+extern HIDDEN int vrt_final_started, vrt_final_done;
+
+/* rt_output.c */
+extern HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
+extern HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n);
+extern HIDDEN int vrt_write_chunk(uint16_t type, struct iovec *iov, int n);
+extern HIDDEN void vrt_clock_bump(void);
+extern HIDDEN void vrt_note_chunk(uint32_t kind, uint32_t tid, uint64_t value, const char *text);
+extern HIDDEN void vrt_warn_once(uint32_t bit, uint64_t value, const char *text);
+extern HIDDEN void vrt_raw_chunk(uint64_t serial, uint32_t tid, uint32_t flags, uint64_t drops,
+		      const struct vpt_event *ev, uint64_t n);
+extern HIDDEN void vrt_thread_exit_chunk(uint64_t serial, uint32_t tid, uint64_t texit, uint64_t events,
+			      uint64_t drops, const char *name);
+extern HIDDEN void vrt_end_chunk(uint32_t flags);
+
+/* rt_objects.c */
+extern HIDDEN uint32_t vrt_reg_lock;
+extern HIDDEN uint32_t vrt_obj_readers;
+extern HIDDEN uint32_t vrt_file_gen;
+extern HIDDEN void vrt_dump_objects(void);
+extern HIDDEN void vrt_reset_slots(void);
+
+/* rt_buffers.c */
+extern HIDDEN void vrt_free_push(struct vpt_buf *b);
+extern HIDDEN struct vpt_buf *vrt_buf_get(struct vpt_thread *t, int force);
+extern HIDDEN uint64_t vrt_claim_bump(struct vpt_buf *b);
+extern HIDDEN void vrt_wake_consumer(void);
+extern HIDDEN void vrt_queue_push(struct vpt_buf *b);
+extern HIDDEN void vrt_raw_write_own(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, uint32_t flags);
+extern HIDDEN void vrt_c_steal_all(int include_queued);
+
+/* rt_init.c */
+extern HIDDEN void vrt_utoa(uint64_t v, char *buf);
+extern HIDDEN void vrt_expand_path(uint32_t pid);
+extern HIDDEN void vrt_errno_text(int e, char *buf, size_t cap);
+extern HIDDEN void vrt_say(char *buf, size_t cap, const char *const *parts);
+extern HIDDEN int vrt_open_trace(int child);
+extern HIDDEN void vrt_write_failed(int err);
+extern HIDDEN void vrt_late_init(void);
+extern HIDDEN int vrt_core_init(void);
+extern HIDDEN int vrt_init_normal(void);
+
+/* rt_fork.c */
+extern HIDDEN void vrt_child_fixup(int from_atfork);
+extern HIDDEN int vrt_child_open_now(void);
+extern HIDDEN void vrt_atfork_child(void);
+
+/* rt_threads.c */
+void vpt_full(uint64_t page1, uint64_t site, uint64_t time) HIDDEN;
+void vpt_rep_c(uint64_t site, uint64_t rsi, uint64_t rdi, uint64_t count, uint64_t rflags) HIDDEN;
+void vpt_range_c(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+void vpt_vec_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t base) HIDDEN;
+void vpt_rep_after_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t rcx0) HIDDEN;
+void vpt_range_dyn_c(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
+int vpt_range_quick(uint64_t site, uint64_t first, uint64_t last) HIDDEN;
+int vpt_vec_quick(uint64_t site, const uint8_t *area, uint64_t base) HIDDEN;
+int vpt_range_dyn_quick(uint64_t site, const uint64_t *regs, const uint8_t *state, uint64_t adj) HIDDEN;
+extern HIDDEN void vrt_thread_key(struct vpt_thread *t);
+extern HIDDEN void vrt_thread_chunk(struct vpt_thread *t);
+extern HIDDEN void vrt_cache_unmap(struct vpt_thread *t);
+extern HIDDEN void vrt_drop(struct vpt_thread *t);
+extern HIDDEN struct vpt_buf *vrt_handoff(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, int exiting);
+
+/* rt_slots.c */
+void vpt_slots_c(uint64_t desc, uint64_t tpoff) HIDDEN;
+extern HIDDEN void vrt_slots_forget(const struct vpt_object *o);
+extern HIDDEN void vrt_key_dtor(void *arg);
+
+/* rt_exit.c */
+extern HIDDEN void vrt_flush_now(void);
+#endif /* VPT_RT_C */
 #endif
 #endif

@@ -593,7 +593,7 @@ vpt_range:
 
 /*
  * vpt_vec: vpt_vec_full's fast path. It stores the index and mask
- * registers the site's descriptor names (rt.c VD_*) on its stack, through
+ * registers the site's descriptor names (rt.h VD_*) on its stack, through
  * a table of vmovdqu, and calls vpt_vec_quick (C, general registers only),
  * which records the pages the thread's cache lacks without the vector
  * state being saved. When that cannot (exact mode, no cache yet, a full

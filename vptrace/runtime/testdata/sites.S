@@ -86,7 +86,7 @@ vt_sites:
 	SITE s_dsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02000001
 	SITE s_dsweepb, 0x10, 0xffffffff, 0, 0x49, 0, 8, 4, 0x02ffffff
 	SITE s_cdsweep, 0x10, 0xffffffff, 0, 0x49, 0, 8, 0, 0x02000001
-	/* vector descriptors (rt.c VD_*): index register, VSIB 1<<5, log2
+	/* vector descriptors (rt.h VD_*): index register, VSIB 1<<5, log2
 	 * scale <<6, qword indices 1<<8, count <<9, mask register <<15, mask 1<<20 */
 	SITE s_vec, 0x10, 0xffffffff, 0, 0x81, 0, 4, 0, 1 | 1<<5 | 2<<6 | 8<<9 | 2<<15 | 1<<20
 	SITE s_vec, 0x20, 0xffffffff, 0, 0x81, 0, 8, 0, 3 | 1<<5 | 3<<6 | 1<<8 | 4<<9 | 4<<15 | 1<<20

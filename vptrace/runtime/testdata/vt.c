@@ -234,7 +234,7 @@ static void SWEEP(const char *p, long n, long step)
 	vt_sweep(p, n, step);
 	rec_span(14, p, n, step);
 }
-/* The runtime's per-thread range memo (rt.c, range_record), mirrored for
+/* The runtime's per-thread range memo (rt_threads.c, range_record), mirrored for
  * the default-mode sweep sites: 1024 entries, direct-mapped by site
  * address, step (0 up to a page) and 2 MiB region of the lowest address.
  * A run within the pages its entry's site recorded in this thread and
