@@ -54,7 +54,7 @@ test: deps $(BUILD_IF_DEFAULT)
 
 # The differential programs again with the clobber preset: every register
 # and flag liveness calls dead is destroyed before every instruction.
-E2E_DIFF := Csmith|Archive|Upstream|CxxExceptions|Valgrind|Dispatch
+E2E_DIFF := Csmith|Archive|Upstream|CxxExceptions|Valgrind|Dispatch|TLSDynamic
 e2e-clobber:
 	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/clobber.yaml E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
 

@@ -39,6 +39,7 @@ func Build(f *elfobj.File) (*Object, error) {
 			for _, r := range relocs[s.Index] {
 				s.attachRelocs(f, r)
 			}
+			s.glueTLSCalls(f)
 		}
 		if s.Problem == "" {
 			s.link()
@@ -362,6 +363,28 @@ func (s *Section) attachRelocs(f *elfobj.File, ri int) {
 			return
 		}
 		in.Relocs = append(in.Relocs, FieldReloc{Index: k, Sec: ri, Off: fo, Size: w})
+	}
+}
+
+// glueTLSCalls marks the call that follows a general- or local-dynamic TLS
+// address load (an instruction with an R_X86_64_TLSGD or TLSLD relocation:
+// "[data16] lea x@tlsgd(%rip),%rdi", then "call __tls_get_addr@PLT" or
+// "call *__tls_get_addr@GOTPCREL(%rip)") Glued: the linker relaxes the
+// pair as one sequence of fixed bytes (GD to IE or LE, LD to LE) and fails
+// ("TLS transition ... failed") or miscompiles when anything lies between
+// the two, so no code may be inserted before the call or after the load.
+func (s *Section) glueTLSCalls(f *elfobj.File) {
+	for i := 0; i+1 < len(s.Insts); i++ {
+		in := &s.Insts[i]
+		if in.Kind != Code || s.Insts[i+1].Kind != Code {
+			continue
+		}
+		for _, fr := range in.Relocs {
+			switch f.Sections[fr.Sec].Relocs[fr.Index].Type {
+			case elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD:
+				s.Insts[i+1].Flags |= Glued
+			}
+		}
 	}
 }
 

@@ -147,8 +147,11 @@ const (
 	// glibc's "je 1f; lock; 1: cmpxchg" (skip the lock when
 	// single-threaded). The prefix applies to the next element.
 	Prefix Flags = 1 << iota
-	// Glued marks the instruction after a Prefix: nothing may be inserted
-	// before it, or the prefix would apply to the inserted code.
+	// Glued marks an instruction that must follow the element before it
+	// directly: nothing may be inserted between them. It is the
+	// instruction after a Prefix (the prefix would apply to inserted
+	// code), and the call after a dynamic TLS address load (the linker
+	// relaxes the two as one sequence).
 	Glued
 )
 
@@ -163,6 +166,9 @@ func (s *Section) InsertAfter(i int, sn *Snippet) error {
 	if i < 0 || i+1 >= len(s.Insts) || s.Insts[i].Kind != Code || s.Insts[i].Flags&Prefix != 0 {
 		return fmt.Errorf("section %s: cannot insert after element %d", s.Elf.Name, i)
 	}
+	if s.Insts[i+1].Flags&Glued != 0 {
+		return fmt.Errorf("%s: cannot insert between an instruction and the one glued to it", s.Where(uint64(s.Insts[i].Off)))
+	}
 	if err := s.checkSnippet(i, sn); err != nil {
 		return err
 	}
@@ -172,6 +178,15 @@ func (s *Section) InsertAfter(i int, sn *Snippet) error {
 	}
 	in.After = append(in.After, sn)
 	return nil
+}
+
+// CanInsertAfter reports whether code may be inserted after instruction i
+// (on its fall-through path): i is an instruction, not a prefix, and the
+// next one is not glued to it. Whether i falls through is the caller's to
+// know.
+func (s *Section) CanInsertAfter(i int) bool {
+	return s.Rewritable() && i >= 0 && i+1 < len(s.Insts) && s.Insts[i].Kind == Code &&
+		s.Insts[i].Flags&Prefix == 0 && s.Insts[i+1].Flags&Glued == 0
 }
 
 // CanInsertBefore reports whether code may be inserted before instruction

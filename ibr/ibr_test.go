@@ -1,6 +1,7 @@
 package ibr_test
 
 import (
+	"debug/elf"
 	"strings"
 	"testing"
 
@@ -199,5 +200,61 @@ func TestFind(t *testing.T) {
 		if s.Find(uint64(len(s.Elf.Data))) != len(s.Insts) || s.Find(uint64(len(s.Elf.Data))+1) != -1 {
 			t.Fatal("Find at or beyond the end")
 		}
+	}
+}
+
+// TestTLSCallsGlued: the call of __tls_get_addr after a general- or
+// local-dynamic TLS load is glued to it, so nothing can be inserted between
+// the two instructions ld relaxes as one sequence.
+func TestTLSCallsGlued(t *testing.T) {
+	// Two static TLS variables in one function: gcc and clang use one
+	// local-dynamic call for both (a single one gets general dynamic).
+	src := `__thread int g; static __thread int l[8], n;
+int get(int i) { n++; return g + l[i & 7] + n; }
+int *addr(void) { return &g; }`
+	for _, b := range []struct {
+		cc    string
+		flags []string
+		ld    bool // local dynamic expected too (gcc -O0 uses general dynamic only)
+	}{
+		{"gcc", []string{"-O2", "-fPIC"}, true},
+		{"gcc", []string{"-O0", "-fPIC"}, false},
+		{"gcc", []string{"-O2", "-fPIC", "-fno-plt"}, true},
+		{"clang", []string{"-O2", "-fPIC"}, true},
+		{"clang", []string{"-O2", "-fPIC", "-fno-plt"}, true},
+	} {
+		t.Run(b.cc+strings.Join(b.flags, ""), func(t *testing.T) {
+			testutil.Need(t, b.cc)
+			o := buildString(t, b.cc, "tls.c", src, append([]string{"-c"}, b.flags...)...)
+			s := o.Code[0]
+			pairs := map[elf.R_X86_64]int{}
+			for i := range s.Insts {
+				for _, fr := range s.Insts[i].Relocs {
+					typ := o.File.Sections[fr.Sec].Relocs[fr.Index].Type
+					if typ != elf.R_X86_64_TLSGD && typ != elf.R_X86_64_TLSLD {
+						continue
+					}
+					pairs[typ]++
+					if op := s.Asm(i + 1).Op; op != x86asm.CALL {
+						t.Errorf("%v at 0x%x is followed by %v, want the call of __tls_get_addr", typ, s.Insts[i].Off, op)
+					}
+					if s.CanInsertAfter(i) || s.CanInsertBefore(i+1) {
+						t.Errorf("%v at 0x%x: insertion allowed between the load and its call", typ, s.Insts[i].Off)
+					}
+					if err := s.InsertBefore(i+1, &ibr.Snippet{Code: []byte{0x90}}); err == nil {
+						t.Errorf("%v at 0x%x: InsertBefore the call succeeded", typ, s.Insts[i].Off)
+					}
+					if err := s.InsertAfter(i, &ibr.Snippet{Code: []byte{0x90}}); err == nil {
+						t.Errorf("%v at 0x%x: InsertAfter the load succeeded", typ, s.Insts[i].Off)
+					}
+					if !s.CanInsertBefore(i) {
+						t.Errorf("%v at 0x%x: insertion before the load refused", typ, s.Insts[i].Off)
+					}
+				}
+			}
+			if pairs[elf.R_X86_64_TLSGD] == 0 || b.ld && pairs[elf.R_X86_64_TLSLD] == 0 {
+				t.Fatalf("want general-dynamic loads (and local-dynamic ones: %v), got %v", b.ld, pairs)
+			}
+		})
 	}
 }

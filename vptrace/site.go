@@ -124,6 +124,13 @@ func (sel *selector) run() {
 			if !e.Known && e.NMem > 0 {
 				sel.skipped["instruction hijack cannot model"]++
 			}
+			if e.Known && e.NMem > 0 && !insertable(s, g.Func, i) {
+				// The call of a dynamic TLS sequence (its return
+				// address push, with usestack): nothing may go
+				// before it.
+				sel.skipped["accesses of __tls_get_addr calls glued to their TLS load"] += e.NMem
+				continue
+			}
 			for k := 0; k < e.NMem && e.Known; k++ {
 				acc := e.Mem[k]
 				st := sel.classify(i, in, acc)
@@ -171,6 +178,12 @@ func (sel *selector) run() {
 		}
 	}
 	sel.finish()
+}
+
+// insertable reports whether code may go before instruction i of fn, or
+// before the prefix split off it (what placement uses).
+func insertable(s *ibr.Section, fn *ibr.Func, i int) bool {
+	return s.CanInsertBefore(i) || i > fn.Start && s.Insts[i-1].Flags&ibr.Prefix != 0 && s.CanInsertBefore(i-1)
 }
 
 // finish decides, once grouping is done, which sites check two pages.

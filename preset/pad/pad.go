@@ -39,7 +39,7 @@ func (Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn 
 					return err
 				}
 			}
-			if after && i+1 < fn.End && fallsThrough(s, i) {
+			if after && i+1 < fn.End && s.CanInsertAfter(i) && fallsThrough(s, i) {
 				if err := s.InsertAfter(i, snips[1+rng.IntN(maxlen)]); err != nil {
 					return err
 				}
