@@ -350,6 +350,12 @@ func TestShlibValgrind(t *testing.T) {
 		return
 	}
 	compareRuns(t, b.dir, "under valgrind", result{Stdout: plain}, got)
+	// Suites that run under valgrind compare its stderr too (jq's
+	// shtest): with -q it must say nothing, not even that it cannot read
+	// the runtime's debug information (valgrind 3.19 and Go's DWARF 5).
+	if len(got.Stderr) > 0 {
+		t.Errorf("valgrind -q prints on stderr:\n%s", tail(got.Stderr, 2000))
+	}
 	if files, _ := filepath.Glob(filepath.Join(b.dir, "traces", "*.vpt")); len(files) != 1 {
 		t.Errorf("%d trace files under valgrind, want 1: %v", len(files), files)
 	}

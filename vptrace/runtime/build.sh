@@ -12,6 +12,14 @@ out=${1:-$root/bin}
 GO=${GO:-go}
 mkdir -p "$out"
 cd "$root"
+# DWARF 4, not Go's default DWARF 5: valgrind before 3.20 (Debian 12 has
+# 3.19) cannot read DWARF 5 and prints "Serious error when reading debug
+# info" on the stderr of every process that loads the runtime, even with
+# -q, which fails test suites that compare stderr under valgrind.
+if GOEXPERIMENT=${GOEXPERIMENT:+$GOEXPERIMENT,}nodwarf5 "$GO" env GOEXPERIMENT >/dev/null 2>&1; then
+	GOEXPERIMENT=${GOEXPERIMENT:+$GOEXPERIMENT,}nodwarf5
+	export GOEXPERIMENT
+fi
 CGO_ENABLED=1 "$GO" build -buildmode=c-archive -o "$out/libvptrace.a" ./vptrace/runtime
 # The shared runtime is never unloaded (-z nodelete): the Go runtime cannot
 # be, and a plugin that depends on it may be dlclose'd while its threads
