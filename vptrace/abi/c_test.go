@@ -84,7 +84,7 @@ var cConsts = []struct {
 	{"SegTLS", "VPT_SEG_TLS", uint64(SegTLS)},
 	{"ObjectSitesRelOff", "offsetof(struct vpt_object, sites_rel)", ObjectSitesRelOff},
 	{"ObjectStrsRelOff", "offsetof(struct vpt_object, strs_rel)", ObjectStrsRelOff},
-	{"SiteKindOff", "offsetof(struct vpt_site, kind)", SiteKindOff},
+	{"SiteKindOff", "VS_KIND", SiteKindOff}, // stubs.S reads it
 	{"VecIndexReg", vecCheck, uint64(VecIndexReg)},
 	{"VecGather", vecCheck, uint64(VecGather)},
 	{"VecScaleShift", vecCheck, VecScaleShift},

@@ -24,10 +24,20 @@
 #define VH_CLOCK  8
 #define VH_EPOCH  16  /* added to cache keys; vptrace_start changes it */
 
+/* struct vpt_site as stubs.S reads it (rt_state.c asserts the offsets) and
+ * the bits of a vector descriptor it tests (VD_* below) */
+#define VS_KIND  16
+#define VS_SIZE  18
+#define VS_BLOCK 24
+#define VD_VSIB_BIT   5
+#define VD_MREG_SHIFT 15
+#define VD_MASK_BIT   20
+
+#include "vptrace.h" /* struct vpt_object, struct vpt_site; VPT_KIND_* in assembly too */
+
 #ifndef __ASSEMBLER__
 #include <stdint.h>
 
-#include "vptrace.h" /* struct vpt_object, struct vpt_site */
 
 /* vpt_site.block of a sweep with a register step (VPT_KIND_DYN_STEP): the
  * register's hardware number in bits 24-31, the multiplier (bytes per unit

@@ -53,6 +53,11 @@ _Static_assert(sizeof(struct vpt_slothdr) == VPT_SLOTHDR, "vpt_slothdr");
 _Static_assert(offsetof(struct vpt_kinds, kind) == VPT_KINDS_HDR, "vpt_kinds");
 _Static_assert(sizeof(struct vpt_object) == 48, "vpt_object");
 _Static_assert(sizeof(struct vpt_site) == 32, "vpt_site");
+_Static_assert(offsetof(struct vpt_site, kind) == VS_KIND, "VS_KIND");
+_Static_assert(offsetof(struct vpt_site, size) == VS_SIZE, "VS_SIZE");
+_Static_assert(offsetof(struct vpt_site, block) == VS_BLOCK, "VS_BLOCK");
+_Static_assert(VD_VSIB(1u << VD_VSIB_BIT) && VD_MASK(1u << VD_MASK_BIT) && VD_MREG(31u << VD_MREG_SHIFT) == 31,
+	       "VD_*_BIT");
 
 /* ------------------------------------------------------------------ */
 /* state shared with stubs.S and Go                                    */

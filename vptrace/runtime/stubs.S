@@ -151,10 +151,10 @@ vpt_event:
 	/* The recent-page cache (rt.h): an access to a page this thread
 	 * recorded lately for every kind (read, write) of this access is not
 	 * recorded again, unless the site is of exact mode (kind bit 2). */
-	movzbl 16(%rsi), %eax           /* kind */
-	testb $4, %al
+	movzbl VS_KIND(%rsi), %eax      /* kind */
+	testb $VPT_KIND_EXACT, %al
 	jnz 1f
-	andl $3, %eax                   /* k: 1 read, 2 write, 3 both */
+	andl $(VPT_KIND_READ | VPT_KIND_WRITE), %eax /* k: 1 read, 2 write, 3 both */
 	jz 2f                           /* neither (no such sites): not cached */
 	leaq (,%rdi,4), %r8
 	addq vpt_hot+VH_EPOCH(%rip), %r8    /* the page's key: (page+1) << 2, + epoch */
@@ -370,15 +370,15 @@ vpt_rep:
 	movq 48(%rsp), %rax
 	movslq 3(%rax), %rdx
 	leaq 7(%rax,%rdx), %rax         /* site */
-	movzbl 16(%rax), %edx           /* kind */
-	andl $0x30, %edx
+	movzbl VS_KIND(%rax), %edx      /* kind */
+	andl $(VPT_KIND_REP_SRC | VPT_KIND_REP_DEST), %edx
 	movq 0(%rsp), %rsi              /* source range: rsi */
-	cmpl $0x10, %edx
+	cmpl $VPT_KIND_REP_SRC, %edx
 	je 1f
 	movq 40(%rsp), %rsi             /* destination range: rdi */
-	cmpl $0x20, %edx
+	cmpl $VPT_KIND_REP_DEST, %edx
 	jne .Lrep_slow                  /* both, or neither */
-1:	movzwl 18(%rax), %edx           /* element size */
+1:	movzwl VS_SIZE(%rax), %edx      /* element size */
 	testl %edx, %edx
 	jz .Lrep_slow
 	cmpq $4096, %rcx
@@ -426,7 +426,7 @@ vpt_range:
 	movq 48(%rsp), %rax
 	movslq 3(%rax), %rdx
 	leaq 7(%rax,%rdx), %rax         /* site */
-	movzwl 18(%rax), %edx           /* access size */
+	movzwl VS_SIZE(%rax), %edx      /* access size */
 	testl %edx, %edx
 	jnz 1f
 	movl $1, %edx
@@ -614,11 +614,11 @@ vpt_vec:
 	movq 168(%rsp), %rsi            /* return address -> nopl site(%rip) */
 	movslq 3(%rsi), %rax
 	leaq 7(%rsi,%rax), %rsi         /* site */
-	movl 24(%rsi), %edi             /* the descriptor */
-	btl $20, %edi                   /* a mask */
+	movl VS_BLOCK(%rsi), %edi       /* the descriptor */
+	btl $VD_MASK_BIT, %edi          /* a mask */
 	jnc 2f
-	VEC_STORE .Lvec_st32, 15        /* the mask register to 32(%rsp) */
-2:	btl $5, %edi                    /* VSIB: indices */
+	VEC_STORE .Lvec_st32, VD_MREG_SHIFT /* the mask register to 32(%rsp) */
+2:	btl $VD_VSIB_BIT, %edi          /* VSIB: indices */
 	jnc 3f
 	VEC_STORE .Lvec_st0, 0          /* the index register to 0(%rsp) */
 3:	pushfq                          /* DF: C wants it clear */

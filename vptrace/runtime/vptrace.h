@@ -87,16 +87,19 @@
 #ifndef VPTRACE_H
 #define VPTRACE_H
 
+#ifndef __ASSEMBLER__
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
+#endif
 #endif
 
 #define VPTRACE_ABI_VERSION 1
 
 /* ---- control API ------------------------------------------------------- */
 
+#ifndef __ASSEMBLER__
 /* Start recording (the default at start-up unless VPTRACE_START=stopped). */
 void vptrace_start(void);
 /* Stop recording: events are discarded (each costs a call and a compare)
@@ -112,16 +115,19 @@ int vptrace_flush(void);
 void vptrace_note(const char *text);
 /* Path of this process's trace file, or NULL when tracing is off. */
 const char *vptrace_path(void);
+#endif
 
 /* ---- ABI with instrumented code (emitted by hijack) ------------------------ */
 
 /* The layouts and constants below are vptrace/abi (Go), the single source:
  * a test there (TestCLayout) compiles this header and compares every
- * offset, size and constant with it. */
+ * offset, size and constant with it. The constants are usable from
+ * assembly too (the runtime's stubs.S). */
 #define VPT_OBJ_MAGIC 0x31545056u /* "VPT1" */
 #define VPT_MAX_SITES (1u << 24)  /* nsites is below */
 #define VPT_MAX_STRS  (1u << 28)  /* nstrs is below */
 
+#ifndef __ASSEMBLER__
 struct vpt_object {        /* 48 bytes, in section .vptrace */
 	uint32_t magic;        /* VPT_OBJ_MAGIC */
 	uint32_t version;      /* VPTRACE_ABI_VERSION */
@@ -134,12 +140,14 @@ struct vpt_object {        /* 48 bytes, in section .vptrace */
 	uint64_t id;           /* FNV-1a of the original object */
 	uint64_t reserved;     /* with VPT_FLAG_SLOTS_TPOFF: TPOFF of __vpt_slots_<id> */
 };
+#endif
 
 /* vpt_object.flags */
 #define VPT_FLAG_IE          1 /* the slots (with VPT_FLAG_INDIRECT: their word) are initial-exec TLS, else local-exec */
 #define VPT_FLAG_SLOTS_TPOFF 2 /* reserved holds the slots' TPOFF: a fork child zeroes them */
 #define VPT_FLAG_INDIRECT    4 /* tls indirect: the TLS word points to this thread's slot array (vpt_slots) */
 
+#ifndef __ASSEMBLER__
 struct vpt_site {          /* 32 bytes */
 	uint32_t func;         /* function name (offset in strs) */
 	uint32_t insn_off;     /* instruction offset in the original function */
@@ -153,6 +161,7 @@ struct vpt_site {          /* 32 bytes */
 	                          and multiplier, rt.h); VPT_KIND_VEC: the vector descriptor (rt.h) */
 	uint32_t score;
 };
+#endif
 
 #define VPT_NOSYM 0xffffffffu /* vpt_site.sym: no variable */
 
@@ -172,6 +181,7 @@ struct vpt_site {          /* 32 bytes */
 #define VPT_SEG_STACK   2
 #define VPT_SEG_TLS     3
 
+#ifndef __ASSEMBLER__
 /* Called by the constructor hijack emits into every instrumented object.
  * Plain C, idempotent, safe before main and from concurrent dlopen. */
 void vpt_register(const struct vpt_object *obj);
@@ -207,6 +217,7 @@ void vpt_slow_r14(void);
 void vpt_slow_r15(void);
 void vpt_rep(void);
 void vpt_range(void);
+#endif
 
 /* ---- trace file constants (vptrace/FORMAT.md) ------------------------------ */
 
@@ -233,7 +244,9 @@ void vpt_range(void);
 /* STATUS flags (chunk 9, right after the HEADER, rewritten in place) */
 #define VPTRACE_STATUS_WRITE_ERROR 1u /* a write failed: chunks are missing */
 
+#ifndef __ASSEMBLER__
 #ifdef __cplusplus
 }
+#endif
 #endif
 #endif
