@@ -884,7 +884,7 @@ func TestRep(t *testing.T) {
 		for _, th := range tr.Threads {
 			for _, p := range th.Pages {
 				for _, sc := range p.Sites {
-					if s := tr.Site(sc.Site); s.Kind&0x70 == 0 {
+					if s := tr.Site(sc.Site); s.Kind&(trace.KindRepSrc|trace.KindRepDest|trace.KindRange) == 0 {
 						t.Errorf("site %s kind %v", s.Where(), s.Kind)
 					}
 				}

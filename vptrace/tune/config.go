@@ -3,7 +3,6 @@ package tune
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"hijack/rules"
+	"hijack/vptrace/abi"
 )
 
 // Config is one configuration of the vptrace preset under test.
@@ -200,19 +200,19 @@ func objectSites(path string) (sites, blocks int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	le := binary.LittleEndian
-	if len(data) < 48 || le.Uint32(data) != 0x31545056 {
+	desc, err := abi.UnmarshalObject(data)
+	if err != nil || desc.Magic != abi.Magic {
 		return 0, 0, fmt.Errorf("%s: bad .vptrace section", path)
 	}
-	n := int(le.Uint32(data[8:]))
-	if 48+32*n > len(data) {
+	n := int(desc.NSites)
+	if abi.ObjectSize+abi.SiteSize*n > len(data) {
 		return 0, 0, fmt.Errorf("%s: .vptrace section too short", path)
 	}
 	type blk struct{ fn, b uint32 }
 	seen := map[blk]bool{}
 	for k := 0; k < n; k++ {
-		r := data[48+32*k:]
-		seen[blk{le.Uint32(r[0:]), le.Uint32(r[24:])}] = true
+		s, _ := abi.UnmarshalSite(data[abi.ObjectSize+abi.SiteSize*k:]) // (the length was checked above)
+		seen[blk{s.Func, s.Block}] = true
 	}
 	return n, len(seen), nil
 }

@@ -3,10 +3,10 @@ package tune
 import (
 	"cmp"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"slices"
 
+	"hijack/vptrace/abi"
 	"hijack/vptrace/trace"
 )
 
@@ -77,10 +77,9 @@ func ReadLayout(path string) (*Layout, error) {
 // .vptrace section. ok is false when no descriptor matches (the trace is
 // from another build, or the objects are in a shared library).
 func (l *Layout) Bias(tr *trace.Trace) (bias uint64, ok bool) {
-	le := binary.LittleEndian
 	for _, ob := range tr.Objects {
-		for off := 0; off+48 <= len(l.data); off += 8 {
-			if le.Uint32(l.data[off:]) == 0x31545056 && le.Uint64(l.data[off+32:]) == ob.ID {
+		for off := 0; off+abi.ObjectSize <= len(l.data); off += 8 {
+			if d, _ := abi.UnmarshalObject(l.data[off:]); d.Magic == abi.Magic && d.ID == ob.ID {
 				return ob.Desc - (l.vptrace.Addr + uint64(off)), true
 			}
 		}
