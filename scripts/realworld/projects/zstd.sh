@@ -1,10 +1,14 @@
-# zstd: the upstream Makefiles (lib, programs, tests), static. Tests: tests/
-# playTests.sh (the CLI, without --test-large-data: its dictionary training
-# runs for many minutes plain, an hour under clobber), the fuzzer and
-# zstreamtest (both APIs) with fixed seeds and iteration counts instead of
-# their time limits (a slower build would run fewer iterations); the full
-# set adds decodecorpus (the same way), invalidDictionaries, legacy,
-# poolTests and cli-tests/run.py. The short set builds only what it runs.
+# zstd: the upstream Makefiles (lib, programs, tests), static. The full set:
+# tests/playTests.sh (the CLI, without --test-large-data: its dictionary
+# training alone runs for many minutes plain), the fuzzer, zstreamtest (both
+# APIs) and decodecorpus with fixed seeds and iteration counts instead of
+# their time limits (a slower build would run fewer iterations; the test
+# programs are built with assertions, DEBUGLEVEL=2, and slow: the counts are
+# what runs in a few minutes plain), invalidDictionaries, legacy, poolTests,
+# cli-tests/run.py. The short set (make test's) builds the zstd CLI, datagen,
+# fuzzer and zstreamtest only, and runs round trips of ours (rw-*) through
+# the CLI (levels 1 to 19, --ultra -20, two threads, --long, a trained
+# dictionary) and a few iterations of the fuzzer and zstreamtest.
 RW_DEVPKG=libzstd-dev
 RW_SRC=libzstd
 
@@ -19,15 +23,30 @@ rw_build() {
 }
 
 rw_test() {
-	local n=4000 z=400 d=200
-	if ((RW_SHORT)); then n=600 z=60 d=40; fi
 	cd tests
+	if ((RW_SHORT)); then
+		local z=../programs/zstd l f
+		./datagen -g3M -P50 >rw-data.in
+		cat ../lib/*/*.c >rw-src.in
+		for f in rw-data.in rw-src.in; do
+			for l in 1 3 9 19; do
+				rw_unit "rw-roundtrip-$f-$l" sh -c "$z -q -f -$l $f -o rw.zst && $z -q -t rw.zst && $z -q -d -c rw.zst | cmp - $f"
+			done
+			rw_unit "rw-roundtrip-$f-ultra20" sh -c "$z -q -f --ultra -20 $f -o rw.zst && $z -q -d -c rw.zst | cmp - $f"
+			rw_unit "rw-roundtrip-$f-T2" sh -c "$z -q -f -T2 -5 $f -o rw.zst && $z -q -d -c rw.zst | cmp - $f"
+			rw_unit "rw-roundtrip-$f-long" sh -c "$z -q -f --long=24 -3 $f -o rw.zst && $z -q -d -c --long=24 rw.zst | cmp - $f"
+		done
+		rw_unit rw-dictionary sh -c "$z -q -f --train ../lib/*/*.c ../lib/*/*.h -o rw.dict && $z -q -f -D rw.dict ../lib/zstd.h -o rw.zst && $z -q -d -c -D rw.dict rw.zst | cmp - ../lib/zstd.h"
+		rw_unit fuzzer ./fuzzer -s1 -i60
+		rw_unit zstreamtest ./zstreamtest -s1 -i10
+		rw_unit zstreamtest-newapi ./zstreamtest --newapi -t1 -s1 -i10
+		return 0
+	fi
 	rw_unit playTests env ZSTD_BIN=../programs/zstd DATAGEN_BIN=./datagen ./playTests.sh
-	rw_unit fuzzer ./fuzzer -s1 -i$n
-	rw_unit zstreamtest ./zstreamtest -s1 -i$z
-	rw_unit zstreamtest-newapi ./zstreamtest --newapi -t1 -s1 -i$z
-	((RW_SHORT)) && return 0
-	rw_unit decodecorpus ./decodecorpus -s1 -n$d
+	rw_unit fuzzer ./fuzzer -s1 -i600
+	rw_unit zstreamtest ./zstreamtest -s1 -i60
+	rw_unit zstreamtest-newapi ./zstreamtest --newapi -t1 -s1 -i60
+	rw_unit decodecorpus ./decodecorpus -s1 -n100
 	rw_unit invalidDictionaries ./invalidDictionaries
 	rw_unit legacy ./legacy
 	rw_unit poolTests ./poolTests
