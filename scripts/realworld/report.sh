@@ -52,6 +52,7 @@ table() {
 		else {
 			total = $col["passed"] + $col["failed"]
 			c = $col["passed"] "/" total
+			if ($col["skipped"] > 0) c = c " (" $col["skipped"] " skipped)"
 			if ($col["regressions"] > 0) c = c " **(" $col["regressions"] " regressed)**"
 			cell[k, m] = c
 		}

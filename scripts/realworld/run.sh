@@ -165,10 +165,11 @@ run_one() {
 			fi
 			echo "$wall" >"$R/$mode.wall"
 		fi
-		# regressions: tests that pass plain and do not pass here
+		# regressions: tests that pass plain and do not pass here (a test a
+		# project skips in this mode by design, SKIP, is not one)
 		local regressed="" nreg=0 slow=""
 		if [ "$mode" != plain ] && [ -f "$R/plain.results" ]; then
-			regressed=$(comm -23 <(sed -n 's/^PASS //p' "$R/plain.results" | sort -u) <(sed -n 's/^PASS //p' "$RW_RESULTS" | sort -u) | tr '\n' ' ')
+			regressed=$(comm -23 <(sed -n 's/^PASS //p' "$R/plain.results" | sort -u) <(sed -n 's/^\(PASS\|SKIP\) //p' "$RW_RESULTS" | sort -u) | tr '\n' ' ')
 			regressed=${regressed% }
 			[ -n "$regressed" ] && nreg=$(wc -w <<<"$regressed")
 			if [ "$build" = ok ] && [ -f "$R/plain.wall" ]; then
