@@ -21,11 +21,14 @@ type loc struct {
 
 // idxState describes the index X of a table, as a 64-bit value, in terms
 // of a location at some point: X is the low w bits there, zero-extended
-// (or sign-extended when sext) to 64 bits.
+// (or sign-extended when sext) to 64 bits, shifted right by shift (gcc
+// checks x before it computes switch (x >> 2)); sext and shift exclude
+// each other.
 type idxState struct {
 	loc
-	w    int // 8, 16, 32 or 64
-	sext bool
+	w     int // 8, 16, 32 or 64
+	sext  bool
+	shift int
 }
 
 // guardFact is a range check on the edge from a block to a successor:
@@ -61,7 +64,7 @@ func (r *resolver) bound(i int, reg effect.Reg) (uint64, int, string) {
 	if b == nil {
 		return 0, 0, "no block"
 	}
-	n, guard, ok := r.boundIn(b, i, idxState{loc{reg: reg}, 64, false}, nil, nil, make(map[boundKey]bool))
+	n, guard, ok := r.boundIn(b, i, idxState{loc{reg: reg}, 64, false, 0}, nil, nil, make(map[boundKey]bool))
 	if !ok {
 		return 0, 0, fmt.Sprintf("no range check bounds the index %s", reg)
 	}
@@ -106,7 +109,7 @@ func (r *resolver) boundIn(b *Block, end int, st idxState, g *guardFact, active 
 				// other than inh (clang -O0 widens a byte, then
 				// compares the 64-bit value with 255: sub $0xff; je).
 				for _, a := range active {
-					if a.ne && a.l == st.loc && a.w == st.w && !st.sext && a.n == inh && inh > 0 {
+					if a.ne && a.l == st.loc && a.w == st.w && !st.sext && st.shift == 0 && a.n == inh && inh > 0 {
 						tighten(inh-1, a.jcc)
 					}
 				}
@@ -295,7 +298,7 @@ func (r *resolver) applyGuard(st idxState, g *guardFact) (uint64, bool) {
 		if st.w != g.w || st.sext || n != mask(st.w) || n == 0 {
 			return 0, false
 		}
-		return n - 1, true
+		return (n - 1) >> st.shift, true
 	}
 	switch {
 	case st.w < g.w:
@@ -308,12 +311,12 @@ func (r *resolver) applyGuard(st idxState, g *guardFact) (uint64, bool) {
 		if st.mem || !r.upperZero(g.at, st.reg, g.w) {
 			return 0, false
 		}
-		return n, true
+		return n >> st.shift, true
 	}
 	if st.sext && st.w < 64 && n>>(st.w-1) != 0 {
 		return 0, false // the sign bit may be set
 	}
-	return n, true
+	return n >> st.shift, true
 }
 
 // upperZero reports whether every definition of reg that reaches
@@ -401,10 +404,10 @@ func (r *resolver) through(k int, st idxState) (ns idxState, inh uint64, hasInh,
 		}
 		switch {
 		case dw == 64, dw == 32 && st.w <= 32, dw < 32 && st.w <= dw, dst.mem && st.w <= dw:
-			return idxState{src, st.w, st.sext}, 0, false, false
+			return idxState{src, st.w, st.sext, st.shift}, 0, false, false
 		case dw == 32 && !dst.mem:
 			// 32-bit writes to a register zero-extend.
-			return idxState{src, 32, false}, 0, false, false
+			return idxState{src, 32, false, st.shift}, 0, false, false
 		}
 	case x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
 		if !srcOK || dst.mem || dw < 32 && st.w > dw {
@@ -421,8 +424,20 @@ func (r *resolver) through(k int, st idxState) (ns idxState, inh uint64, hasInh,
 		// bits when m fits in them.
 		m := uint64(imm) & mask(dw)
 		if m <= mask(st.w) && (!st.sext || st.w == 64 || m>>(st.w-1) == 0) {
-			return st, m, true, true
+			return st, m >> st.shift, true, true
 		}
+	case x86asm.SHR:
+		// shr $k, %r: the low dw bits become D >> k, D the low dw bits
+		// before (zero-extended above them for dw >= 32, the rest of the
+		// register unchanged below). X is (D >> k) >> shift when it is
+		// read as exactly those dw bits, or as more of a register the
+		// shift zero-extended.
+		imm, ok := a.Args[1].(x86asm.Imm)
+		k := int(uint64(imm) & 63)
+		if !ok || dst.mem || k == 0 || k >= dw || st.w != dw && !(dw >= 32 && st.w > dw) || st.sext {
+			return st, 0, false, true
+		}
+		return idxState{dst, dw, false, st.shift + k}, 0, false, false
 	}
 	return st, 0, false, true
 }
@@ -433,16 +448,19 @@ func (r *resolver) through(k int, st idxState) (ns idxState, inh uint64, hasInh,
 func extend(st idxState, src loc, sw int, sign bool) (idxState, uint64, bool, bool) {
 	if st.w <= sw {
 		// Only source bits are used.
-		return idxState{src, st.w, st.sext}, 0, false, false
+		return idxState{src, st.w, st.sext, st.shift}, 0, false, false
 	}
 	if !sign {
 		// The top bit of the w-bit value is a zero above the source:
 		// X is the source, zero-extended.
-		return idxState{src, sw, false}, mask(sw), true, false
+		return idxState{src, sw, false, st.shift}, mask(sw) >> st.shift, true, false
+	}
+	if st.shift > 0 {
+		return st, 0, false, true
 	}
 	// X is the source sign-extended, or (a 32-bit destination read as
 	// 64 bits) its 32-bit sign extension zero-extended: the same when the
 	// source's sign bit is clear, which a bound on a sign-extended state
 	// requires.
-	return idxState{src, sw, true}, 0, false, false
+	return idxState{src, sw, true, 0}, 0, false, false
 }

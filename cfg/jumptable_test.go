@@ -203,12 +203,12 @@ func TestDispatchTailCall(t *testing.T) {
 // clang at every level, position-independent and not: every indirect
 // jump of its functions is a table dispatch cfg must prove, through
 // hoisted bases, several tables per function, split sparse switches,
-// range checks on memory, in stack slots (-O0) or through copies, a
-// byte's 256 values, callee-saved bases across calls; each table must be
+// range checks on memory, in stack slots (-O0), through copies or before
+// a shift, a byte's 256 values, callee-saved bases across calls; each table must be
 // what its relocations say; and the clobber preset must not change what
 // the program prints.
 func TestJumpTableForms(t *testing.T) {
-	funcs := []string{"two_clusters", "three_tables", "byte_op", "with_calls", "nested"}
+	funcs := []string{"two_clusters", "three_tables", "byte_op", "with_calls", "nested", "shifted"}
 	var builds []build
 	for _, cc := range []string{"gcc", "clang"} {
 		for _, fl := range [][]string{{"-O0"}, {"-O1"}, {"-O2"}, {"-O2", "-fPIC"}, {"-O2", "-fno-pie"}, {"-O3"}, {"-O3", "-fno-pie"}, {"-Os"}, {"-O2", "-fcf-protection"}} {
@@ -280,6 +280,7 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "base_across_call", entries: 4, relative: true, guard: "JA"},
 		{name: "padded_label", entries: 8, relative: true, guard: "JBE"},
 		{name: "base_across_dispatch", entries: 4, relative: true, guard: "JA"},
+		{name: "shift_check", entries: 3, relative: true, guard: "JA"},
 		{name: "and_mask", entries: 8, relative: true, guard: "AND"},
 		{name: "no_check", reason: "no range check bounds the index", tail: true},
 		{name: "base_loaded", reason: "not with a table address", tail: true},
@@ -287,6 +288,7 @@ func TestJumpTableAsm(t *testing.T) {
 		{name: "check_one_path", reason: "no range check bounds the index", tail: true},
 		{name: "check_then_add", reason: "no range check bounds the index", tail: true},
 		{name: "base_clobbered_by_call", reason: "not with a table address", tail: true},
+		{name: "shift_byte_wide", reason: "no range check bounds the index", tail: true},
 		{name: "tail_table", reason: "leads out of the function's section", tail: true},
 		{name: "pushed_jump", reason: "comes from outside the function"},
 	}

@@ -21,7 +21,10 @@
    with_calls: a switch in a loop whose cases call a function of another
    object: the table base lives in a callee-saved register across calls.
 
-   nested: a switch inside a case of another. */
+   nested: a switch inside a case of another.
+
+   shifted: switch (x >> 2) with x a byte: gcc checks x (cmp $0x33) before
+   it shifts, so the bound on the index is the check's shifted. */
 
 #include <stdio.h>
 
@@ -219,6 +222,27 @@ unsigned nested(const unsigned char *p, unsigned n)
 	return acc;
 }
 
+unsigned shifted(const unsigned char *p, unsigned n)
+{
+	unsigned len = 0, branch = 0, k = 7;
+	for (unsigned i = 0; i < n; i++) {
+		switch (p[i] >> 2) {
+		case 0: branch ^= k; break;
+		case 1: k += 9; break;
+		case 2: len += branch; break;
+		case 3: branch = k * 5; break;
+		case 4: len <<= 1; break;
+		case 6: k -= len; break;
+		case 7: len += 100; break;
+		case 9: branch >>= 1; break;
+		case 10: len ^= 0x55; break;
+		case 12: k = k * 7 + 1; break;
+		default: len += 2; break;
+		}
+	}
+	return len ^ branch ^ k;
+}
+
 static unsigned mix(unsigned a, unsigned b) { return a * 31 + b; }
 
 int main(void)
@@ -242,5 +266,6 @@ int main(void)
 	step = mix;
 	printf("with_calls %u\n", with_calls(buf, sizeof buf));
 	printf("nested %u\n", nested(buf, sizeof buf));
+	printf("shifted %u\n", shifted(buf, sizeof buf));
 	return 0;
 }

@@ -234,6 +234,46 @@ base_across_dispatch:
 	ret
 	.size	base_across_dispatch, .-base_across_dispatch
 
+# The check before a shift of a 32-bit copy: x <= 23 so x >> 3 <= 2.
+# 3 entries.
+	.globl	shift_check
+	.type	shift_check, @function
+shift_check:
+	cmpl	$23, %edi
+	ja	.Lsc_def
+	movl	%edi, %eax
+	shrl	$3, %eax
+	leaq	.Lsc_tab(%rip), %rdx
+	movslq	(%rdx,%rax,4), %rax
+	addq	%rdx, %rax
+	jmp	*%rax
+.Lsc_0:	movl	$58, %eax
+	ret
+.Lsc_def:
+	movl	$-1, %eax
+	ret
+	.size	shift_check, .-shift_check
+
+# A shift of the low byte of a register whose upper bits are not known:
+# the byte is checked, the shifted byte read as a 32-bit index.
+	.globl	shift_byte_wide
+	.type	shift_byte_wide, @function
+shift_byte_wide:
+	cmpb	$23, %dil
+	ja	.Lsw_def
+	shrb	$3, %dil
+	movl	%edi, %eax
+	leaq	.Lsw_tab(%rip), %rdx
+	movslq	(%rdx,%rax,4), %rax
+	addq	%rdx, %rax
+	jmp	*%rax
+.Lsw_0:	movl	$59, %eax
+	ret
+.Lsw_def:
+	movl	$-1, %eax
+	ret
+	.size	shift_byte_wide, .-shift_byte_wide
+
 # A mask instead of a range check. 8 entries.
 	.globl	and_mask
 	.type	and_mask, @function
@@ -426,6 +466,10 @@ pushed_jump:
 	.long	.Ldc_0-.Ldc_tab, .Ldc_def-.Ldc_tab
 .Lbd_tab:
 	.long	.Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab, .Lbd_0-.Lbd_tab, .Lbd_def-.Lbd_tab
+.Lsc_tab:
+	.long	.Lsc_0-.Lsc_tab, .Lsc_def-.Lsc_tab, .Lsc_0-.Lsc_tab
+.Lsw_tab:
+	.long	.Lsw_0-.Lsw_tab, .Lsw_def-.Lsw_tab, .Lsw_0-.Lsw_tab
 .Lam_tab:
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab, .Lam_1-.Lam_tab
 	.long	.Lam_0-.Lam_tab, .Lam_1-.Lam_tab, .Lam_1-.Lam_tab, .Lam_0-.Lam_tab
