@@ -34,9 +34,15 @@ type flow struct {
 	s     *ibr.Section
 	fn    *ibr.Func
 	preds map[int][]int
+	cold  []*ibr.Func // the function's .cold parts, one node (coldNode)
 }
 
-const outside = -1
+// outside stands for control from outside the function; coldNode for
+// its .cold parts, entered by its branches and leaving by branches back.
+const (
+	outside  = -1
+	coldNode = -2
+)
 
 func newFlow(p *cfg.Program, depth int, s *ibr.Section, fn *ibr.Func, known map[int][]int) *flow {
 	o := p.Obj
@@ -45,6 +51,15 @@ func newFlow(p *cfg.Program, depth int, s *ibr.Section, fn *ibr.Func, known map[
 	add := func(to, from int) {
 		if !slices.Contains(f.preds[to], from) {
 			f.preds[to] = append(f.preds[to], from)
+		}
+	}
+	// The function's .cold parts (gcc's), taken as one node.
+	isCold := func(g *ibr.Func) bool { return g != nil && g != fn && strings.HasPrefix(g.Name, fn.Name+".cold") }
+	for _, cs := range o.Code {
+		for _, g := range cs.Funcs {
+			if isCold(g) {
+				f.cold = append(f.cold, g)
+			}
 		}
 	}
 	var indirect, taken []int
@@ -68,14 +83,60 @@ func newFlow(p *cfg.Program, depth int, s *ibr.Section, fn *ibr.Func, known map[
 		if from == nil || own {
 			taken = append(taken, r.Inst)
 		}
-		if !r.Table && !own {
+		switch {
+		case r.Table || own:
+		case from != nil && isCold(from.FuncAt(from.Find(rs.Relocs[r.Index].Off))):
+			add(r.Inst, coldNode)
+		default:
 			add(r.Inst, outside)
 		}
 	}
 	for i := range s.Insts {
 		l := s.Insts[i].Link
 		if l != nil && in(l.Target) && !in(i) {
-			add(l.Target, outside)
+			if isCold(s.FuncAt(i)) {
+				add(l.Target, coldNode)
+			} else {
+				add(l.Target, outside)
+			}
+		}
+	}
+	// The .cold parts are entered by the function's branches into them;
+	// by anything else, from outside.
+	for _, g := range f.cold {
+		gs := g.Section
+		for k := range o.Refs {
+			r := &o.Refs[k]
+			if r.Target != gs || r.Inst < g.Start || r.Inst >= g.End {
+				continue
+			}
+			rs := o.File.Sections[r.RelaSec]
+			if d := o.File.Sections[rs.Info]; d.Flags&elf.SHF_ALLOC == 0 || d.Name == ".eh_frame" {
+				continue
+			}
+			from := o.BySection[int(rs.Info)]
+			fi := -1
+			if from != nil {
+				fi = from.Find(rs.Relocs[r.Index].Off)
+			}
+			switch {
+			case from == s && in(fi):
+				add(coldNode, fi)
+			case from != nil && from.FuncAt(fi) == g:
+			default:
+				add(coldNode, outside)
+			}
+		}
+		for i := range gs.Insts {
+			l := gs.Insts[i].Link
+			if l == nil || l.Target < g.Start || l.Target >= g.End || gs.FuncAt(i) == g {
+				continue
+			}
+			if gs == s && in(i) {
+				add(coldNode, i)
+			} else {
+				add(coldNode, outside)
+			}
 		}
 	}
 	for i := fn.Start; i < fn.End; i++ {
@@ -142,6 +203,28 @@ func padding(s *ibr.Section, i int) bool {
 // writes reports whether instruction i may write register reg: calls
 // clobber the caller-saved registers.
 func (f *flow) writes(i int, reg effect.Reg) bool {
+	if i == coldNode {
+		for _, g := range f.cold {
+			gs := g.Section
+			for k := g.Start; k < g.End; k++ {
+				y := &gs.Insts[k]
+				if y.Kind != ibr.Code {
+					continue
+				}
+				e := effect.Of(gs.Asm(k), &y.Layout, gs.Bytes(k))
+				if !e.Known || (e.Def | e.Partial).Has(reg) {
+					return true
+				}
+				switch e.Ctrl {
+				case effect.Call, effect.IndirectCall, effect.IndirectJump, effect.Syscall, effect.Interrupt:
+					if effect.CallerSaved.Has(reg) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
 	x := &f.s.Insts[i]
 	if x.Kind != ibr.Code {
 		return false
