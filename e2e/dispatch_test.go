@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,11 @@ import (
 //   - jumptables.c: hoisted bases, split sparse switches, several tables
 //     per function, a byte's 256 values, bases across calls, nested
 //     switches.
+//
+// And libstdc++.a, rewritten whole, linked into testdata/src/
+// libstdcxx_mix.cpp and the C++ exceptions program: its virtual tail
+// calls (jmp *0x10(%rax)) are unresolved jumps taken as tail calls, its
+// .cold parts jumped into with anything live.
 //
 // cfg's unit tests (cfg/jumptable_test.go) check the tables themselves.
 func TestDispatch(t *testing.T) {
@@ -48,6 +55,46 @@ func TestDispatch(t *testing.T) {
 		{"clang", []string{"-O2", "-fPIC"}},
 		{"clang", []string{"-O0"}},
 	}
+	t.Run("libstdcxx", func(t *testing.T) {
+		t.Parallel()
+		needTool(t, "g++", "g++")
+		out, err := exec.Command("g++", "-print-file-name=libstdc++.a").Output()
+		lib := strings.TrimSpace(string(out))
+		if err != nil || !filepath.IsAbs(lib) {
+			missing(t, "g++ -print-file-name=libstdc++.a: %v %q (libstdc++-12-dev)", err, lib)
+		}
+		needFile(t, lib, "libstdc++-12-dev")
+		srcs, _ := filepath.Glob(testdata("cxx", "*.cpp"))
+		dir := workDir(t)
+		rw := filepath.Join(dir, "libstdc++.a")
+		if err := rewrite(cfg.rules, lib, rw); err != nil {
+			t.Fatal(err)
+		}
+		for _, prog := range []struct {
+			name string
+			srcs []string
+			want string
+		}{
+			{"mix", []string{filepath.Join(cfg.root, "testdata", "src", "libstdcxx_mix.cpp")}, ""},
+			{"cxx", srcs, "all checks passed"},
+		} {
+			var objs []string
+			for _, src := range prog.srcs {
+				objs = append(objs, compile(t, "g++", []string{"-std=c++17", "-O2"}, src))
+			}
+			// gcc links no libstdc++ of its own: the archive given is the
+			// one used.
+			origBin, newBin := filepath.Join(dir, prog.name+".orig"), filepath.Join(dir, prog.name+".rewritten")
+			link(t, "gcc", origBin, append(slices.Clone(objs), lib), "-lm")
+			link(t, "gcc", newBin, append(slices.Clone(objs), rw), linkRewritten("-lm")...)
+			s := spec{Dir: dir, CPU: 30 * time.Second, Timeout: 2 * time.Minute}
+			want := mustRun(t, s, origBin)
+			if want.Exit != 0 || !strings.Contains(string(want.Stdout), prog.want) {
+				t.Fatalf("%s: the original fails (%s):\n%s", prog.name, want.status(), tail(want.Stdout, 2000))
+			}
+			compareRuns(t, dir, "libstdc++ "+prog.name, want, mustRun(t, s, newBin))
+		}
+	})
 	for _, p := range progs {
 		for _, b := range builds {
 			p, b := p, b
