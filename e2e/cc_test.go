@@ -213,6 +213,16 @@ func TestCCPassThrough(t *testing.T) {
 				if a, b := strings.Join(listFiles(plain), " "), strings.Join(listFiles(wrapped), " "); a != b {
 					t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
 				}
+				for _, f := range listFiles(plain) {
+					if !strings.HasSuffix(f, ".d") {
+						continue
+					}
+					a, _ := os.ReadFile(filepath.Join(plain, f))
+					b, _ := os.ReadFile(filepath.Join(wrapped, f))
+					if string(a) != string(b) {
+						t.Errorf("%s: %s differs:\n  plain:   %q\n  wrapped: %q", name, f, a, b)
+					}
+				}
 			}
 		})
 	}
@@ -678,6 +688,10 @@ func TestCCDevNull(t *testing.T) {
 		{args: "a.c b.c -o null"},
 		{args: "-x c - -o null", stdin: ccFiles["a.c"] + ccFiles["b.c"]},
 		{args: "-Werror -c bad.c -o null"},
+		// Dependency files are named after the output, and name it.
+		{args: "-c a.c -MD -o null"},
+		{args: "-c b.c -MMD -MF deps.d -o null"},
+		{args: "-c a.c -MD -MT obj/a.o -o null"},
 	}
 	for _, cc := range ccCompilers["c"] {
 		cc := cc
@@ -710,6 +724,16 @@ func TestCCDevNull(t *testing.T) {
 				}
 				if a, b := strings.Join(listFiles(plain), " "), strings.Join(listFiles(wrapped), " "); a != b {
 					t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
+				}
+				for _, f := range listFiles(plain) {
+					if !strings.HasSuffix(f, ".d") {
+						continue
+					}
+					a, _ := os.ReadFile(filepath.Join(plain, f))
+					b, _ := os.ReadFile(filepath.Join(wrapped, f))
+					if string(a) != string(b) {
+						t.Errorf("%s: %s differs:\n  plain:   %q\n  wrapped: %q", name, f, a, b)
+					}
 				}
 			}
 		})

@@ -497,6 +497,17 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 		} else {
 			cargs[p.outArg] = obj
 		}
+		if p.depFile {
+			// The dependency file and its target are named after the
+			// output the command gave (nul -> nul.d, target nul), not
+			// after the temporary object.
+			if !p.depName {
+				cargs = append(cargs, "-MF", strings.TrimSuffix(p.output, filepath.Ext(p.output))+".d")
+			}
+			if !p.depTarget {
+				cargs = append(cargs, "-MQ", p.output)
+			}
+		}
 		if st := w.execArgs(cc, cargs); st != 0 {
 			return st
 		}
