@@ -70,7 +70,7 @@ HIDDEN void vrt_child_fixup(int from_atfork)
 		vrt_late_init();
 }
 
-/* Create a fork child's trace file (see write_chunk). Returns its fd, or -1. */
+/* Create a fork child's trace file (see vrt_write_chunk). Returns its fd, or -1. */
 HIDDEN int vrt_child_open_now(void)
 {
 	int st = 1;

@@ -62,7 +62,7 @@ HIDDEN void vrt_utoa(uint64_t v, char *buf)
 	buf[n] = 0;
 }
 
-/* expand %p (pid) and %% of out_pattern into out_path */
+/* expand %p (pid) and %% of vrt_out_pattern into vrt_out_path */
 HIDDEN void vrt_expand_path(uint32_t pid)
 {
 	size_t len = 0;
@@ -85,7 +85,7 @@ HIDDEN void vrt_expand_path(uint32_t pid)
 	}
 }
 
-/* The k-th name open_trace tries for out_path P (see vptrace.h): k = 0
+/* The k-th name vrt_open_trace tries for vrt_out_path P (see vptrace.h): k = 0
  * is P; then, with STEM.EXT = P (EXT ".vpt" or nothing), STEM.PID.EXT
  * (k = 1, when P has no %p), and STEM.N.EXT (with %p) or STEM.PID.N.EXT
  * (without) for N = k >= 2. 0 when k = 1 does not apply. */
@@ -204,7 +204,7 @@ static void status_chunk(uint8_t *b, uint32_t flags, uint32_t err)
 	put32(b + 12, vrt_crc32c(vrt_crc32c(0, b + 4, 8), b + 16, 16));
 }
 
-static char asked_path[4096]; /* out_path before create_trace moved it */
+static char asked_path[4096]; /* vrt_out_path before create_trace moved it */
 
 /* Create the directories of path that do not exist (mode 0777 less the
  * umask, as mkdir -p), so that VPTRACE_OUT=dir/%p.vpt works for a test
@@ -236,7 +236,7 @@ static void make_parents(const char *path)
  * process image's trace (the same pid before an exec, a sibling sharing
  * VPTRACE_OUT, an earlier run), which truncating or appending to would
  * destroy or mix. O_CREAT|O_EXCL, trying the names of trace_name in turn;
- * out_path becomes the one created, and a name other than the first
+ * vrt_out_path becomes the one created, and a name other than the first
  * (taken) is said once on stderr. An existing path that is not a regular
  * file (/dev/null, a fifo) is written into: there is nothing there to
  * overwrite. A fork child takes a device its parent writes to, not a fifo
@@ -271,8 +271,8 @@ static long create_trace(int child)
 	return -EEXIST;
 }
 
-/* Create out_path (create_trace) and write the file magic, the HEADER
- * and the STATUS chunk (write_failed rewrites it in place). A file whose
+/* Create vrt_out_path (create_trace) and write the file magic, the HEADER
+ * and the STATUS chunk (vrt_write_failed rewrites it in place). A file whose
  * header could not be written is removed: tracing is off. */
 HIDDEN int vrt_open_trace(int child)
 {

@@ -52,9 +52,9 @@ static void object_chunk(const struct vpt_object *o)
 	vrt_write_chunk_fd(LOAD(&vrt_trace_fd), CH_OBJECT, iov, 4);
 }
 
-/* Registration. Registrants (vpt_register, vpt_unregister) take reg_lock
- * in turn; code that reads registered descriptors (dump_objects,
- * reset_slots) counts itself in obj_readers without a lock, and
+/* Registration. Registrants (vpt_register, vpt_unregister) take vrt_reg_lock
+ * in turn; code that reads registered descriptors (vrt_dump_objects,
+ * vrt_reset_slots) counts itself in vrt_obj_readers without a lock, and
  * vpt_unregister, once the descriptor is out of vpt_objs, waits for the
  * readers to leave: it runs in the object's destructor, and dlclose unmaps
  * the descriptor after it returns. */
@@ -127,7 +127,7 @@ HIDDEN void vrt_reset_slots(void)
 }
 
 /* Memory the runtime keeps to the end (the kinds of registered objects):
- * carved from 1 MiB mappings; with reg_lock held. NULL when out of memory. */
+ * carved from 1 MiB mappings; with vrt_reg_lock held. NULL when out of memory. */
 static void *arena_alloc(size_t n)
 {
 	static uint8_t *cur, *end;
@@ -148,7 +148,7 @@ static void *arena_alloc(size_t n)
 
 /* The vpt_kinds entry of o (index + 1): the one an earlier registration of
  * the same object at the same address made, or a new one; 0 when there is
- * no room. With reg_lock held. */
+ * no room. With vrt_reg_lock held. */
 static uint32_t kinds_of(const struct vpt_object *o)
 {
 	uint32_t ns, n = LOAD(&vpt_nkinds);

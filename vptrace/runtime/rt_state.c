@@ -106,10 +106,10 @@ HIDDEN uint32_t vrt_cfg_backlog = 256;    /* queued buffers before writing raw *
 HIDDEN int vrt_cfg_exit_timeout_ms = 5000;
 
 HIDDEN char vrt_out_pattern[4096];        /* absolute, with %p */
-HIDDEN char vrt_out_path[4096];           /* the file this process writes (see open_trace) */
-HIDDEN int vrt_out_hasp;                  /* out_pattern has a %p */
+HIDDEN char vrt_out_path[4096];           /* the file this process writes (see vrt_open_trace) */
+HIDDEN int vrt_out_hasp;                  /* vrt_out_pattern has a %p */
 
-/* write errors (write_failed) */
+/* write errors (vrt_write_failed) */
 HIDDEN int vrt_write_errno;               /* the first failed write's errno; 0: none */
 HIDDEN int vrt_trace_regular;             /* the trace is a regular file: its STATUS can be rewritten */
 HIDDEN uint64_t vrt_status_off;           /* offset of the STATUS chunk in it */

@@ -277,7 +277,7 @@ static int thread_ready(struct vpt_thread *t)
 	if (st != ST_READY)
 		return st;
 	/* a fork child: the atfork handler resets the runtime; without it
-	 * (fork before late_init, raw clone) getpid tells */
+	 * (fork before vrt_late_init, raw clone) getpid tells */
 	if (!LOAD(&vrt_atfork_registered) && sys_getpid() != vpt_pid)
 		vrt_child_fixup(0);
 	if ((st = LOAD(&vrt_init_state)) != ST_READY)
