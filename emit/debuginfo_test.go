@@ -21,6 +21,7 @@ import (
 
 	"hijack/elfobj"
 	"hijack/ibr"
+	"hijack/internal/leb128"
 	"hijack/internal/testutil"
 )
 
@@ -363,7 +364,7 @@ func dwHideCallSites(t *testing.T, obj []byte) []byte {
 		b := s.Data
 		p := 0
 		next := func() uint64 {
-			v, n, err := uleb(b[p:])
+			v, n, err := leb128.ReadUleb(b[p:])
 			if err != nil {
 				t.Fatalf(".debug_abbrev at 0x%x: %v", p, err)
 			}
@@ -384,8 +385,8 @@ func dwHideCallSites(t *testing.T, obj []byte) []byte {
 			p++ // children
 			for {
 				name, form := next(), next()
-				if form == dwFormImplicitConst {
-					_, n, _ := sleb(b[p:])
+				if form == 0x21 { // DW_FORM_implicit_const
+					_, n, _ := leb128.ReadSleb(b[p:])
 					p += n
 				}
 				if name == 0 && form == 0 {

@@ -3,65 +3,14 @@ package emit
 import (
 	"encoding/binary"
 	"errors"
+
+	"hijack/internal/leb128"
 )
 
 var errShort = errors.New("truncated")
 
 func le32(b []byte) uint32     { return binary.LittleEndian.Uint32(b) }
 func put32(b []byte, v uint32) { binary.LittleEndian.PutUint32(b, v) }
-
-// uleb decodes an unsigned LEB128 number, returning it and its length.
-func uleb(b []byte) (uint64, int, error) {
-	var v uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			return v, i + 1, nil
-		}
-	}
-	return 0, 0, errShort
-}
-
-// sleb decodes a signed LEB128 number.
-func sleb(b []byte) (int64, int, error) {
-	var v int64
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= int64(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			if shift := 7 * (i + 1); shift < 64 && b[i]&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, i + 1, nil
-		}
-	}
-	return 0, 0, errShort
-}
-
-// ulebLen returns the minimal length of v in unsigned LEB128.
-func ulebLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-// appendULEB appends v in unsigned LEB128, padded with redundant
-// continuation bytes to width bytes (at least the minimal length). DWARF
-// consumers accept the padded form; it lets tables keep their size.
-func appendULEB(b []byte, v uint64, width int) []byte {
-	width = max(width, ulebLen(v))
-	for i := 0; i < width; i++ {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if i < width-1 {
-			c |= 0x80
-		}
-		b = append(b, c)
-	}
-	return b
-}
 
 // DWARF exception-header pointer encodings (DW_EH_PE_*).
 const (
@@ -98,10 +47,10 @@ func encSize(enc byte) int {
 func readEnc(b []byte, enc byte) (int64, int, error) {
 	switch enc & 0x0f {
 	case peULEB:
-		v, n, err := uleb(b)
+		v, n, err := leb128.ReadUleb(b)
 		return int64(v), n, err
 	case peSLEB:
-		return sleb(b)
+		return leb128.ReadSleb(b)
 	}
 	n := encSize(enc)
 	if n < 0 {
@@ -133,7 +82,7 @@ func appendEnc(b []byte, enc byte, v int64, width int) ([]byte, error) {
 		if v < 0 {
 			return nil, errors.New("negative value in unsigned encoding")
 		}
-		return appendULEB(b, uint64(v), width), nil
+		return leb128.AppendUleb(b, uint64(v), width), nil
 	case peSLEB:
 		return nil, errors.New("signed LEB128 call-site encoding is not supported")
 	}

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"hijack/elfobj"
+	"hijack/emit/debuginfo"
 	"hijack/ibr"
+	"hijack/internal/leb128"
 )
 
 // shtX86_64Unwind is SHT_X86_64_UNWIND, the type some assemblers give
@@ -197,7 +199,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 		if err != nil {
 			return nil, nil, fmt.Errorf("FDE at 0x%x: %w", off, err)
 		}
-		prog, err := remapCFA(d[fde.instrOff:end], fde.start, c.codeAlig, m)
+		prog, err := debuginfo.RemapCFA(d[fde.instrOff:end], fde.start, c.codeAlig, m)
 		if err != nil {
 			return nil, nil, fmt.Errorf("FDE at 0x%x: %w", off, err)
 		}
@@ -264,20 +266,20 @@ func parseCIE(b []byte) (*cie, error) {
 	if p > len(b) {
 		return nil, errShort
 	}
-	v, n, err := uleb(b[p:])
+	v, n, err := leb128.ReadUleb(b[p:])
 	if err != nil {
 		return nil, err
 	}
 	c.codeAlig = v
 	p += n
-	if _, n, err = sleb(b[p:]); err != nil {
+	if _, n, err = leb128.ReadSleb(b[p:]); err != nil {
 		return nil, err
 	}
 	p += n
 	if version == 1 {
 		p++
 	} else {
-		if _, n, err = uleb(b[p:]); err != nil {
+		if _, n, err = leb128.ReadUleb(b[p:]); err != nil {
 			return nil, err
 		}
 		p += n
@@ -292,7 +294,7 @@ func parseCIE(b []byte) (*cie, error) {
 	if p > len(b) {
 		return nil, errShort
 	}
-	_, n, err = uleb(b[p:])
+	_, n, err = leb128.ReadUleb(b[p:])
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +378,7 @@ func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *
 	x.rangeLen = uint64(v)
 	p = x.rangeOff + x.ptrSize
 	if c.augZ {
-		alen, n, err := uleb(d[p:end])
+		alen, n, err := leb128.ReadUleb(d[p:end])
 		if err != nil {
 			return nil, err
 		}
@@ -398,134 +400,6 @@ func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *
 	}
 	x.instrOff = p
 	return x, nil
-}
-
-// remapCFA re-encodes a call frame program so that its location advances
-// follow moved code. loc starts at the function start.
-func remapCFA(b []byte, loc, caf uint64, m *codeMap) ([]byte, error) {
-	if caf == 0 {
-		return nil, fmt.Errorf("code alignment factor 0")
-	}
-	out := make([]byte, 0, len(b)+8)
-	newLoc, err := m.addrOf(loc)
-	if err != nil {
-		return nil, err
-	}
-	p := 0
-	skipULEB := func(k int) error {
-		for ; k > 0; k-- {
-			_, n, err := uleb(b[p:])
-			if err != nil {
-				return err
-			}
-			p += n
-		}
-		return nil
-	}
-	// skipBlock skips a ULEB128 length and that many bytes (a DWARF
-	// expression), which must lie in the program.
-	skipBlock := func() error {
-		l, n, err := uleb(b[p:])
-		if err != nil {
-			return err
-		}
-		if l > uint64(len(b)-p-n) {
-			return fmt.Errorf("expression of 0x%x bytes beyond the call frame instructions", l)
-		}
-		p += n + int(l)
-		return nil
-	}
-	for p < len(b) {
-		op := b[p]
-		start := p
-		p++
-		var delta uint64
-		advance := false
-		switch {
-		case op&0xc0 == 0x40: // DW_CFA_advance_loc
-			delta, advance = uint64(op&0x3f), true
-		case op&0xc0 == 0x80: // DW_CFA_offset reg, uleb
-			err = skipULEB(1)
-		case op&0xc0 == 0xc0: // DW_CFA_restore reg
-		default:
-			switch op {
-			case 0x00, 0x0a, 0x0b, 0x2d: // nop, remember/restore_state, GNU_window_save
-			case 0x01: // DW_CFA_set_loc
-				return nil, fmt.Errorf("DW_CFA_set_loc is not supported")
-			case 0x02:
-				if p+1 > len(b) {
-					return nil, errShort
-				}
-				delta, advance = uint64(b[p]), true
-				p++
-			case 0x03:
-				if p+2 > len(b) {
-					return nil, errShort
-				}
-				delta, advance = uint64(binary.LittleEndian.Uint16(b[p:])), true
-				p += 2
-			case 0x04:
-				if p+4 > len(b) {
-					return nil, errShort
-				}
-				delta, advance = uint64(le32(b[p:])), true
-				p += 4
-			case 0x06, 0x07, 0x08, 0x0d, 0x0e, 0x2e: // one uleb operand
-				err = skipULEB(1)
-			case 0x13: // def_cfa_offset_sf: sleb
-				_, n, e := sleb(b[p:])
-				p, err = p+n, e
-			case 0x05, 0x09, 0x0c, 0x14, 0x2f: // two uleb operands
-				err = skipULEB(2)
-			case 0x11, 0x12, 0x15: // uleb, sleb
-				if err = skipULEB(1); err == nil {
-					_, n, e := sleb(b[p:])
-					p, err = p+n, e
-				}
-			case 0x0f: // def_cfa_expression: block
-				err = skipBlock()
-			case 0x10, 0x16: // expression, val_expression: uleb reg, block
-				if err = skipULEB(1); err == nil {
-					err = skipBlock()
-				}
-			default:
-				return nil, fmt.Errorf("unknown call frame instruction 0x%02x", op)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if p > len(b) {
-			return nil, errShort
-		}
-		if !advance {
-			out = append(out, b[start:p]...)
-			continue
-		}
-		loc += delta * caf
-		nl, err := m.addrOf(loc)
-		if err != nil {
-			return nil, fmt.Errorf("call frame advance: %w", err)
-		}
-		d := (nl - newLoc)
-		if d%caf != 0 {
-			return nil, fmt.Errorf("advance of %d is not a multiple of the code alignment factor", d)
-		}
-		d /= caf
-		newLoc = nl
-		switch {
-		case d < 0x40:
-			out = append(out, 0x40|byte(d))
-		case d <= 0xff:
-			out = append(out, 0x02, byte(d))
-		case d <= 0xffff:
-			out = append(out, 0x03, byte(d), byte(d>>8))
-		default:
-			out = append(out, 0x04)
-			out = binary.LittleEndian.AppendUint32(out, uint32(d))
-		}
-	}
-	return out, nil
 }
 
 // rebuildExceptTable rewrites the LSDAs of moved functions in one
@@ -590,7 +464,7 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 	p++
 	var ttBase uint64 // the type table's end, from which it is indexed
 	if ttEnc != peOmit {
-		v, n, err := uleb(b[p:])
+		v, n, err := leb128.ReadUleb(b[p:])
 		if err != nil {
 			return nil, 0, err
 		}
@@ -602,7 +476,7 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 	}
 	csEnc := b[p]
 	p++
-	csLen, n, err := uleb(b[p:])
+	csLen, n, err := leb128.ReadUleb(b[p:])
 	if err != nil {
 		return nil, 0, err
 	}
@@ -635,7 +509,7 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 			}
 			v[k], q = x, q[n:]
 		}
-		a, n, err := uleb(q)
+		a, n, err := leb128.ReadUleb(q)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -670,9 +544,9 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 			}
 			w := 0
 			if k == len(sites)-1 {
-				w = ulebLen(actions[k]) + pad
+				w = leb128.UlebLen(actions[k]) + pad
 			}
-			cs = appendULEB(cs, actions[k], w)
+			cs = leb128.AppendUleb(cs, actions[k], w)
 		}
 		if len(sites) == 0 {
 			clWidth += pad
@@ -680,18 +554,18 @@ func rewriteLSDA(b []byte, u lsdaUse) ([]byte, uint64, error) {
 		out := []byte{peOmit, ttEnc}
 		hdrTT := len(out)
 		if ttEnc != peOmit {
-			out = appendULEB(out, 0, ttWidth) // patched below
+			out = leb128.AppendUleb(out, 0, ttWidth) // patched below
 		}
 		out = append(out, csEnc)
-		out = appendULEB(out, uint64(len(cs)), clWidth)
+		out = leb128.AppendUleb(out, uint64(len(cs)), clWidth)
 		out = append(out, cs...)
 		if ttEnc != peOmit {
 			newTTBase := uint64(len(out)) + (ttBase - csEnd)
 			v := newTTBase - uint64(hdrTT+ttWidth)
-			if ulebLen(v) > ttWidth {
+			if leb128.UlebLen(v) > ttWidth {
 				return nil, nil
 			}
-			appendULEB(out[:hdrTT], v, ttWidth)
+			leb128.AppendUleb(out[:hdrTT], v, ttWidth)
 		}
 		return out, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"hijack/internal/leb128"
 	"hijack/internal/objmut"
 	"hijack/internal/testutil"
 	"hijack/rewrite"
@@ -135,7 +136,7 @@ func TestBadObjects(t *testing.T) {
 				fs, _ := objmut.Fields(d)
 				for _, f := range fs {
 					if strings.HasSuffix(f.What, ".cfa") && f.N >= 9 {
-						copy(d[f.Off-1:], objmut.ULEB128(^uint64(0)-0x2f))
+						copy(d[f.Off-1:], leb128.AppendUleb(nil, ^uint64(0)-0x2f, leb128.MaxLen))
 						return d
 					}
 				}
@@ -150,7 +151,7 @@ func TestBadObjects(t *testing.T) {
 			// (slice bounds out of range).
 			name: "LSDA call-site table length",
 			data: func(t *testing.T) []byte {
-				return patchField(t, cxx(t), `gcc_except_table.*\.cs_len$`, objmut.ULEB128(^uint64(0)))
+				return patchField(t, cxx(t), `gcc_except_table.*\.cs_len$`, leb128.AppendUleb(nil, ^uint64(0), leb128.MaxLen))
 			},
 			preset: "pad",
 			err:    "call-site table of 0xffffffffffffffff bytes beyond the LSDA",
@@ -160,7 +161,7 @@ func TestBadObjects(t *testing.T) {
 			// a garbage offset, silently.
 			name: "LSDA type table offset",
 			data: func(t *testing.T) []byte {
-				return patchField(t, cxx(t), `gcc_except_table.*\.ttype_off$`, objmut.ULEB128(^uint64(0)-0x10))
+				return patchField(t, cxx(t), `gcc_except_table.*\.ttype_off$`, leb128.AppendUleb(nil, ^uint64(0)-0x10, leb128.MaxLen))
 			},
 			preset: "vptrace",
 			err:    "outside the LSDA",
@@ -272,7 +273,7 @@ func TestBadObjects(t *testing.T) {
 // lebList returns v as a padded ULEB128 in .cfi_escape syntax.
 func lebList(v uint64) string {
 	var s []string
-	for _, c := range objmut.ULEB128(v) {
+	for _, c := range leb128.AppendUleb(nil, v, leb128.MaxLen) {
 		s = append(s, fmt.Sprintf("0x%02x", c))
 	}
 	return strings.Join(s, ",")

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"hijack/internal/leb128"
 )
 
 var le = binary.LittleEndian
@@ -93,9 +95,9 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 		// register), advance_loc1/2/4 and set_loc with extreme operands,
 		// an unknown opcode.
 		ops := [][]byte{
-			append([]byte{0x0f}, ULEB128(1<<63)...),
-			append([]byte{0x10, 0x06}, ULEB128(^uint64(0))...),
-			append([]byte{0x16, 0x07}, ULEB128(^uint64(0)-0x3f)...),
+			append([]byte{0x0f}, leb128.AppendUleb(nil, 1<<63, leb128.MaxLen)...),
+			append([]byte{0x10, 0x06}, leb128.AppendUleb(nil, ^uint64(0), leb128.MaxLen)...),
+			append([]byte{0x16, 0x07}, leb128.AppendUleb(nil, ^uint64(0)-0x3f, leb128.MaxLen)...),
 			{0x0f, 0x7f},
 			{0x02, 0xff}, {0x03, 0xff, 0xff}, {0x04, 0xff, 0xff, 0xff, 0xff}, {0x04, 0x00, 0x00, 0x00, 0x80},
 			{0x01, 0, 0, 0, 0, 0, 0, 0, 0}, {0x7f}, {0x3f}, {0x1c},
@@ -109,7 +111,7 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 	if f.leb {
 		vals := []uint64{0, 0x7f, 0x3fff, 1 << 32, 1 << 63, ^uint64(0), ^uint64(0) - 0x40}
 		v := vals[rng.IntN(len(vals))]
-		if enc := binary.AppendUvarint(nil, v); len(enc) <= f.n {
+		if enc := leb128.AppendUleb(nil, v, 0); len(enc) <= f.n {
 			copy(d[f.off:], enc)
 			return fmt.Sprintf("%s=leb(%#x)", f.what, v)
 		}
@@ -128,7 +130,7 @@ func apply(d []byte, f field, rng *rand.Rand) string {
 			what += fmt.Sprintf("%#x,", op)
 		}
 		v := []uint64{1 << 63, ^uint64(0), ^uint64(0) - 0x40, 1 << 32, 0xffffffff, 0x7fffffff, uint64(f.n)}[rng.IntN(7)]
-		copy(d[f.off+p:], ULEB128(v))
+		copy(d[f.off+p:], leb128.AppendUleb(nil, v, leb128.MaxLen))
 		return fmt.Sprintf("%sleb(%#x)", what, v)
 	}
 	if f.size == 0 {
@@ -369,15 +371,4 @@ func Fields(obj []byte) ([]Field, error) {
 		}
 	}
 	return out, nil
-}
-
-// ULEB128 returns the 10-byte (padded) unsigned LEB128 encoding of v, as a
-// mutation writes it over a field.
-func ULEB128(v uint64) []byte {
-	b := make([]byte, 10)
-	for i := range b {
-		b[i] = byte(v>>(7*i))&0x7f | 0x80
-	}
-	b[9] &^= 0x80
-	return b
 }

@@ -1,6 +1,10 @@
-package emit
+package debuginfo
 
-import "fmt"
+import (
+	"fmt"
+
+	"hijack/internal/leb128"
+)
 
 // Standard line-number opcodes.
 const (
@@ -36,7 +40,7 @@ type lineHeader struct {
 func (h *lineHeader) constAddPC() uint64 { return (255 - h.opcodeBase) / h.lineRange }
 
 // rewriteLine rewrites the line programs of a .debug_line section.
-func (d *debugRewrite) rewriteLine(sec int) (*rebuiltSection, error) {
+func (d *debugRewrite) rewriteLine(sec int) (*Section, error) {
 	data := d.data(sec)
 	b := newDwBuilder(data)
 	r := &dwReader{b: data}
@@ -152,13 +156,13 @@ func (d *debugRewrite) rewriteLineProgram(sec int, b *dwBuilder, h *lineHeader, 
 				}
 			}
 			b.emit(dwLnsAdvancePC)
-			b.emit(appendULEB(nil, adv, 0)...)
+			b.emit(leb128.AppendUleb(nil, adv, 0)...)
 			b.emit(byte(l + h.opcodeBase))
 			return nil
 		}
 		if adv > 0 {
 			b.emit(dwLnsAdvancePC)
-			b.emit(appendULEB(nil, adv, 0)...)
+			b.emit(leb128.AppendUleb(nil, adv, 0)...)
 		}
 		b.copy(op.lo, op.hi)
 		return nil

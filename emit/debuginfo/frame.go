@@ -1,4 +1,4 @@
-package emit
+package debuginfo
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 // rewriteAranges patches the lengths of the address ranges in a
 // .debug_aranges section; the start addresses are relocated.
-func (d *debugRewrite) rewriteAranges(sec int) (*rebuiltSection, error) {
+func (d *debugRewrite) rewriteAranges(sec int) (*Section, error) {
 	old := d.data(sec)
 	data := bytes.Clone(old)
 	r := &dwReader{b: old}
@@ -72,7 +72,7 @@ type frameCIE struct {
 // get new address ranges and advances (as in .eh_frame, but with CIE id
 // 0xffffffff, CIE pointers that are section offsets, and absolute
 // addresses).
-func (d *debugRewrite) rewriteDebugFrame(sec int) (*rebuiltSection, error) {
+func (d *debugRewrite) rewriteDebugFrame(sec int) (*Section, error) {
 	data := d.data(sec)
 	type record struct {
 		start, idOff, body, end uint64
@@ -183,7 +183,7 @@ func (d *debugRewrite) rewriteDebugFrame(sec int) (*rebuiltSection, error) {
 		if err != nil {
 			return nil, fmt.Errorf("FDE at 0x%x: %w", rec.start, err)
 		}
-		prog, err := remapCFA(data[rangeField+as:rec.end], loc.off, c.caf, d.maps[loc.sec])
+		prog, err := RemapCFA(data[rangeField+as:rec.end], loc.off, c.caf, d.maps[loc.sec])
 		if err != nil {
 			return nil, fmt.Errorf("FDE at 0x%x: %w", rec.start, err)
 		}

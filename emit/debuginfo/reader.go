@@ -1,4 +1,4 @@
-package emit
+package debuginfo
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"hijack/elfobj"
 	"hijack/ibr"
+	"hijack/internal/leb128"
 )
 
 // This file holds the small DWARF reader debug information rewriting
@@ -126,7 +127,7 @@ type codeLoc struct {
 // debugRewrite holds what the rewriting of all debug sections shares.
 type debugRewrite struct {
 	f    *elfobj.File
-	maps map[int]*codeMap
+	maps map[int]CodeMap
 	// rel[sec][off] is the relocation whose field is at off in section
 	// sec, as read (the relocations have not changed yet).
 	rel map[int]map[uint64]elfobj.Rela
@@ -221,7 +222,7 @@ func (d *debugRewrite) uncompressed(sec int) {
 	s.Align = max(d.align[sec], 1)
 }
 
-func newDebugRewrite(f *elfobj.File, maps map[int]*codeMap) *debugRewrite {
+func newDebugRewrite(f *elfobj.File, maps map[int]CodeMap) *debugRewrite {
 	d := &debugRewrite{f: f, maps: maps, rel: make(map[int]map[uint64]elfobj.Rela),
 		targets: make(map[int][]uint64), byName: make(map[string][]int),
 		raw: make(map[int][]byte), align: make(map[int]uint64), bad: make(map[int]string)}
@@ -338,28 +339,26 @@ func (d *debugRewrite) mapLoc(l codeLoc) (uint64, error) {
 }
 
 // mapDebugAddr maps an old offset of a code section as debug information
-// needs it. Instruction starts map like addrOf, to the code inserted before
+// needs it. Instruction starts map like AddrOf, to the code inserted before
 // the instruction. Debug information also designates bytes inside an
 // instruction: gcc ends location ranges at the last byte of a call
 // (.LVLn-1), so that the range covers the call but not the return
 // address. Such a byte maps to the same byte of the instruction's new
 // encoding; the last byte stays the last byte when a branch grew.
-func mapDebugAddr(m *codeMap, off uint64) (uint64, error) {
-	n, err := m.addrOf(off)
+func mapDebugAddr(m CodeMap, off uint64) (uint64, error) {
+	n, err := m.AddrOf(off)
 	if err == nil {
 		return n, nil
 	}
-	i := m.sec.Find(off)
-	if i < 0 || i >= len(m.sec.Insts) || m.sec.Insts[i].Kind != ibr.Code {
+	in, ok := m.InstAt(off)
+	if !ok {
 		return 0, err
 	}
-	in := &m.sec.Insts[i]
-	delta := off - uint64(in.Off)
-	l := m.encLen(i)
-	if delta == uint64(in.Len)-1 || delta >= l {
-		return m.inst[i] + l - 1, nil
+	delta := off - in.Old
+	if delta == in.OldLen-1 || delta >= in.NewLen {
+		return in.New + in.NewLen - 1, nil
 	}
-	return m.inst[i] + delta, nil
+	return in.New + delta, nil
 }
 
 // mapDelta returns the new distance from base to base+delta.
@@ -470,7 +469,7 @@ func (r *dwReader) uleb() uint64 {
 		r.fail(errShort)
 		return 0
 	}
-	v, n, err := uleb(r.b[r.p:])
+	v, n, err := leb128.ReadUleb(r.b[r.p:])
 	if err != nil {
 		r.fail(err)
 		return 0
@@ -487,7 +486,7 @@ func (r *dwReader) sleb() int64 {
 		r.fail(errShort)
 		return 0
 	}
-	v, n, err := sleb(r.b[r.p:])
+	v, n, err := leb128.ReadSleb(r.b[r.p:])
 	if err != nil {
 		r.fail(err)
 		return 0
@@ -877,44 +876,17 @@ func dwPutConst(b []byte, form uint64, v uint64) error {
 	case dwFormData8:
 		binary.LittleEndian.PutUint64(b, v)
 	case dwFormUdata:
-		if ulebLen(v) > len(b) {
+		if leb128.UlebLen(v) > len(b) {
 			return fmt.Errorf("0x%x does not fit in %d bytes of DW_FORM_udata", v, len(b))
 		}
-		appendULEB(b[:0], v, len(b))
+		leb128.AppendUleb(b[:0], v, len(b))
 	case dwFormSdata:
-		if v >= 1<<63 || dwSlebLen(int64(v)) > len(b) {
+		if v >= 1<<63 || leb128.SlebLen(int64(v)) > len(b) {
 			return fmt.Errorf("0x%x does not fit in %d bytes of DW_FORM_sdata", v, len(b))
 		}
-		dwAppendSLEB(b[:0], int64(v), len(b))
+		leb128.AppendSleb(b[:0], int64(v), len(b))
 	default:
 		return fmt.Errorf("form 0x%x cannot be rewritten in place", form)
 	}
 	return nil
-}
-
-// dwSlebLen returns the minimal length of v in signed LEB128.
-func dwSlebLen(v int64) int {
-	n := 1
-	for {
-		b := v & 0x7f
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return n
-		}
-		n++
-	}
-}
-
-// dwAppendSLEB appends v in signed LEB128 padded to width bytes.
-func dwAppendSLEB(b []byte, v int64, width int) []byte {
-	n := max(width, dwSlebLen(v))
-	for i := 0; i < n; i++ {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if i < n-1 {
-			c |= 0x80
-		}
-		b = append(b, c)
-	}
-	return b
 }

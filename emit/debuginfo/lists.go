@@ -1,10 +1,12 @@
-package emit
+package debuginfo
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"hijack/internal/leb128"
 )
 
 // listKind says how a referenced place in a list section is read.
@@ -53,7 +55,7 @@ func kindOfListSection(name string) listKind {
 
 // rewriteInfo patches constant-class addresses in every .debug_info and
 // rewrites the list sections its units refer to.
-func (d *debugRewrite) rewriteInfo(install func(int, *rebuiltSection, error)) {
+func (d *debugRewrite) rewriteInfo(install func(int, *Section, error)) {
 	uses := make(listUses)
 	tables := make(map[[2]uint64]*dwUnit) // offset table (section, base) -> unit
 	walked := true
@@ -252,7 +254,7 @@ func unitFor(us []listUse) (*dwUnit, listKind, error) {
 // .debug_ranges or .debug_loc section in place: entries relative to a base
 // address (the unit's, or a base address selection entry's) get new
 // offsets; entries with relocations follow by themselves.
-func (d *debugRewrite) rewriteLists4(sec int, uses map[uint64][]listUse) (*rebuiltSection, error) {
+func (d *debugRewrite) rewriteLists4(sec int, uses map[uint64][]listUse) (*Section, error) {
 	old := d.data(sec)
 	data := bytes.Clone(old)
 	isLoc := kindOfListSection(d.f.Sections[sec].Name) == listLoc4
@@ -371,7 +373,7 @@ type listUnit struct {
 // rewriteLists5 rebuilds a .debug_rnglists or .debug_loclists section:
 // entries may change size, so lists move; unit lengths, offset tables and
 // every reference into the section follow.
-func (d *debugRewrite) rewriteLists5(sec int, uses map[uint64][]listUse, tables map[[2]uint64]*dwUnit) (*rebuiltSection, error) {
+func (d *debugRewrite) rewriteLists5(sec int, uses map[uint64][]listUse, tables map[[2]uint64]*dwUnit) (*Section, error) {
 	data := d.data(sec)
 	isLoc := kindOfListSection(d.f.Sections[sec].Name) == listLoc5
 	kind := listRng5
@@ -701,5 +703,5 @@ func (d *debugRewrite) uleb(b *dwBuilder, lo, hi, old, nv uint64) {
 		b.copy(lo, hi)
 		return
 	}
-	b.emit(appendULEB(nil, nv, 0)...)
+	b.emit(leb128.AppendUleb(nil, nv, 0)...)
 }
