@@ -19,11 +19,7 @@ func rewriteDebugInfo(f *elfobj.File, maps map[int]*codeMap, warn func(string)) 
 	}
 	res := make(map[int]*rebuiltSection, len(secs))
 	for idx, s := range secs {
-		rb := &rebuiltSection{idx: idx, data: s.Data, size: s.Size, segs: make([]segment, len(s.Segs))}
-		for i, g := range s.Segs {
-			rb.segs[i] = segment{old: g.Old, n: g.N, new: g.New}
-		}
-		res[idx] = rb
+		res[idx] = &rebuiltSection{idx: idx, Section: *s}
 	}
 	return res, nil
 }

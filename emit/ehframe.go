@@ -1,7 +1,6 @@
 package emit
 
 import (
-	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -18,33 +17,17 @@ import (
 // .eh_frame.
 const shtX86_64Unwind = elf.SectionType(0x70000001)
 
-// segment maps old offsets [old, old+n) of a rebuilt section linearly to
-// [new, new+n).
-type segment struct{ old, n, new uint64 }
-
 // rebuiltSection is a non-code section whose contents emit regenerates
-// (.eh_frame, .gcc_except_table).
+// (.eh_frame, .gcc_except_table, and the .debug_* sections debuginfo
+// rewrites): its new contents and how old offsets map to new ones.
 type rebuiltSection struct {
-	idx  int
-	data []byte
-	segs []segment // sorted by old
-	// size is the old size; its end maps to the new size.
-	size uint64
+	idx int
+	debuginfo.Section
 }
 
-func (r *rebuiltSection) mapOff(off uint64) (uint64, error) {
-	if off == r.size {
-		return uint64(len(r.data)), nil
-	}
-	i, _ := slices.BinarySearchFunc(r.segs, off+1, func(s segment, v uint64) int { return cmp.Compare(s.old, v) })
-	if i > 0 {
-		s := r.segs[i-1]
-		if off < s.old+s.n {
-			return s.new + off - s.old, nil
-		}
-	}
-	return 0, fmt.Errorf("offset 0x%x of a rewritten table has no counterpart", off)
-}
+// seg is one linear piece of a rebuilt section's offset map: old offsets
+// [old, old+n) go to [new, new+n).
+func seg(old, n, new uint64) debuginfo.Segment { return debuginfo.Segment{Old: old, N: n, New: new} }
 
 // cie is what an FDE needs to know of its CIE.
 type cie struct {
@@ -108,7 +91,7 @@ func rewriteEHFrames(f *elfobj.File, maps map[int]*codeMap) (map[int]*rebuiltSec
 // FDE covers moved code.
 func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps map[int]*codeMap, lsdaStarts map[int][]uint64) (*rebuiltSection, []lsdaUse, error) {
 	var out []byte
-	var segs []segment
+	var segs []debuginfo.Segment
 	var uses []lsdaUse
 	cies := make(map[uint64]*cie)
 	newOff := make(map[uint64]uint64) // old record offset -> new
@@ -124,7 +107,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 		hdr := uint64(4)
 		if length == 0 {
 			// Terminator: the rest is copied as it is.
-			segs = append(segs, segment{off, uint64(len(d)) - off, uint64(len(out))})
+			segs = append(segs, seg(off, uint64(len(d))-off, uint64(len(out))))
 			out = append(out, d[off:]...)
 			break
 		}
@@ -157,7 +140,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 				return nil, nil, fmt.Errorf("CIE at 0x%x: %w", off, err)
 			}
 			cies[off] = c
-			segs = append(segs, segment{off, end - off, uint64(len(out))})
+			segs = append(segs, seg(off, end-off, uint64(len(out))))
 			out = append(out, rec...)
 			off = end
 			continue
@@ -177,7 +160,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 		}
 		m := maps[fde.codeSec]
 		if m == nil {
-			segs = append(segs, segment{off, end - off, uint64(len(out))})
+			segs = append(segs, seg(off, end-off, uint64(len(out))))
 			out = append(out, rec...)
 			off = end
 			continue
@@ -205,7 +188,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 		}
 		start := uint64(len(out))
 		out = append(out, d[off:fde.instrOff]...)
-		segs = append(segs, segment{off, fde.instrOff - off, start})
+		segs = append(segs, seg(off, fde.instrOff-off, start))
 		// pc_range keeps its encoding; it is a plain length.
 		rng := out[start+fde.rangeOff-off:]
 		switch fde.ptrSize {
@@ -242,7 +225,7 @@ func rebuildEHFrame(f *elfobj.File, d []byte, relAt map[uint64]elfobj.Rela, maps
 	for _, p := range ciePtrs {
 		put32(out[p.at:], uint32(p.at-newOff[p.cieOld]))
 	}
-	return &rebuiltSection{data: out, segs: segs, size: uint64(len(d))}, uses, nil
+	return &rebuiltSection{Section: debuginfo.Section{Data: out, Segs: segs, Size: uint64(len(d))}}, uses, nil
 }
 
 // parseCIE reads the parts of a CIE body (after the CIE id) that FDEs
@@ -416,7 +399,7 @@ func rebuildExceptTable(d []byte, starts []uint64, uses []lsdaUse) (*rebuiltSect
 		dirty[u.off] = u
 	}
 	var out []byte
-	var segs []segment
+	var segs []debuginfo.Segment
 	bounds := append([]uint64{0}, starts...)
 	bounds = append(bounds, uint64(len(d)))
 	for i := 0; i+1 < len(bounds); i++ {
@@ -429,7 +412,7 @@ func rebuildExceptTable(d []byte, starts []uint64, uses []lsdaUse) (*rebuiltSect
 		}
 		u, ok := dirty[lo]
 		if !ok {
-			segs = append(segs, segment{lo, hi - lo, uint64(len(out))})
+			segs = append(segs, seg(lo, hi-lo, uint64(len(out))))
 			out = append(out, d[lo:hi]...)
 			continue
 		}
@@ -439,10 +422,10 @@ func rebuildExceptTable(d []byte, starts []uint64, uses []lsdaUse) (*rebuiltSect
 		}
 		newStart := uint64(len(out))
 		newCsEnd := newStart + uint64(len(nb)) - (hi - lo - oldCsEnd)
-		segs = append(segs, segment{lo, 1, newStart}, segment{lo + oldCsEnd, hi - lo - oldCsEnd, newCsEnd})
+		segs = append(segs, seg(lo, 1, newStart), seg(lo+oldCsEnd, hi-lo-oldCsEnd, newCsEnd))
 		out = append(out, nb...)
 	}
-	return &rebuiltSection{data: out, segs: segs, size: uint64(len(d))}, nil
+	return &rebuiltSection{Section: debuginfo.Section{Data: out, Segs: segs, Size: uint64(len(d))}}, nil
 }
 
 // rewriteLSDA rewrites the call-site table of one LSDA (b runs from the
@@ -611,7 +594,7 @@ func applyRebuilt(f *elfobj.File, secs map[int]*rebuiltSection) error {
 		}
 		if rb := secs[int(s.Info)]; rb != nil {
 			for k := range s.Relocs {
-				no, err := rb.mapOff(s.Relocs[k].Off)
+				no, err := rb.MapOff(s.Relocs[k].Off)
 				if err != nil {
 					return fmt.Errorf("section %s: relocation at 0x%x: %w", f.Sections[rb.idx].Name, s.Relocs[k].Off, err)
 				}
@@ -625,11 +608,11 @@ func applyRebuilt(f *elfobj.File, secs map[int]*rebuiltSection) error {
 			if rb == nil || sym.Shndx >= 0xffff0000 || ibr.ClassOf(r.Type) == ibr.RelocOther {
 				continue
 			}
-			t, err := rb.mapOff(uint64(int64(sym.Value) + r.Addend))
+			t, err := rb.MapOff(uint64(int64(sym.Value) + r.Addend))
 			if err != nil {
 				return fmt.Errorf("relocation against %s: %w", f.Sections[rb.idx].Name, err)
 			}
-			nv, err := rb.mapOff(sym.Value)
+			nv, err := rb.MapOff(sym.Value)
 			if err != nil {
 				nv = sym.Value
 			}
@@ -639,13 +622,13 @@ func applyRebuilt(f *elfobj.File, secs map[int]*rebuiltSection) error {
 	for k := range f.Symbols {
 		sym := &f.Symbols[k]
 		if rb := secs[int(sym.Shndx)]; rb != nil && sym.Shndx < 0xffff0000 {
-			if nv, err := rb.mapOff(sym.Value); err == nil {
+			if nv, err := rb.MapOff(sym.Value); err == nil {
 				sym.Value = nv
 			}
 		}
 	}
 	for idx, rb := range secs {
-		f.Sections[idx].Data = rb.data
+		f.Sections[idx].Data = rb.Data
 	}
 	return nil
 }
