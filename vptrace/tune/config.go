@@ -1,16 +1,14 @@
 package tune
 
 import (
-	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"hijack/rules"
 	"hijack/vptrace/abi"
@@ -78,110 +76,33 @@ func ParseFloats(s string) ([]float64, error) {
 }
 
 // rulesFor returns the rules of a configuration: the vptrace preset over
-// every function with the configuration's parameters and the extra ones,
-// or, with a rules file, that file with the configuration's parameters set
-// in every vptrace rule.
+// every function with the extra parameters and the configuration's, or,
+// with a rules file, that file with them set (rules.File.Override: on
+// every rule whose preset has the parameter, the configuration's last so
+// that they win).
 func rulesFor(c Config, rulesFile string, rulesData []byte, extra []string) (*rules.File, error) {
 	reg := rules.DefaultRegistry()
+	settings := append([]string(nil), extra...)
 	set := c.params()
-	if rulesFile == "" {
-		settings := append([]string(nil), extra...)
-		for _, k := range []string{"threshold", "pagesize", "exact"} {
-			if v, ok := set[k]; ok {
-				settings = append(settings, k+"="+v)
-			}
+	for _, k := range []string{"threshold", "pagesize", "exact"} {
+		if v, ok := set[k]; ok {
+			settings = append(settings, k+"="+v)
 		}
+	}
+	if rulesFile == "" {
 		return rules.Default(reg, "vptrace", settings...)
 	}
-	for _, e := range extra {
-		k, v, ok := strings.Cut(e, "=")
-		if !ok {
-			return nil, fmt.Errorf("--param %q: want name=value", e)
-		}
-		if _, dup := set[strings.TrimSpace(k)]; !dup {
-			set[strings.TrimSpace(k)] = v
-		}
-	}
-	data, err := overrideParams(rulesData, set)
+	rf, err := rules.Parse(rulesFile, rulesData, reg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rulesFile, err)
-	}
-	return rules.Parse(rulesFile, data, reg)
-}
-
-// overrideParams sets params in every vptrace rule of a rules file (YAML),
-// replacing sizeexp by pagesize when pagesize is set.
-func overrideParams(data []byte, set map[string]string) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("not a rules file (want a mapping with version and rules)")
+	if !slices.Contains(rf.Presets(), "vptrace") {
+		return nil, fmt.Errorf("%s: no vptrace rule to tune (the rules use %s)", rulesFile, strings.Join(rf.Presets(), ", "))
 	}
-	top := doc.Content[0]
-	var rs *yaml.Node
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == "rules" {
-			rs = top.Content[i+1]
-		}
-	}
-	if rs == nil || rs.Kind != yaml.SequenceNode {
-		return nil, errors.New("no rules list")
-	}
-	found := false
-	for _, r := range rs.Content {
-		if r.Kind != yaml.MappingNode {
-			continue
-		}
-		var preset string
-		var params *yaml.Node
-		for i := 0; i+1 < len(r.Content); i += 2 {
-			switch r.Content[i].Value {
-			case "preset":
-				preset = r.Content[i+1].Value
-			case "params":
-				params = r.Content[i+1]
-			}
-		}
-		if preset != "vptrace" {
-			continue
-		}
-		found = true
-		if params == nil || params.Kind != yaml.MappingNode {
-			params = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			r.Content = append(r.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "params"}, params)
-		}
-		for k, v := range set {
-			drop := k
-			if k == "pagesize" {
-				drop = "sizeexp"
-			}
-			var kept []*yaml.Node
-			for i := 0; i+1 < len(params.Content); i += 2 {
-				if n := params.Content[i].Value; n != k && n != drop {
-					kept = append(kept, params.Content[i], params.Content[i+1])
-				}
-			}
-			var val yaml.Node
-			if err := yaml.Unmarshal([]byte(v), &val); err != nil || len(val.Content) != 1 {
-				val = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
-			} else {
-				val = *val.Content[0]
-			}
-			params.Content = append(kept, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &val)
-		}
-	}
-	if !found {
-		return nil, errors.New("no vptrace rule to tune")
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := rf.Override(reg, settings...); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return rf, nil
 }
 
 // objectSites counts the sites and the distinct blocks (function, block)

@@ -362,6 +362,19 @@ rules:
 	if p := rf.Rules[0].Params; !p.Bool("exact") || p.Float("threshold") != 0 || !p.Bool("usestack") {
 		t.Errorf("exact: %s", p.Canonical())
 	}
+	// Other presets' rules stay as they are, but for parameters they
+	// declare themselves.
+	mixed := []byte("version: 1\nrules:\n  - preset: pad\n    functions: [init]\n    params: {seed: 7}\n  - preset: vptrace\n    params: {pagesize: 2M}\n")
+	rf, err = rulesFor(Config{Threshold: 1, PageSize: 8192}, "mixed.yaml", mixed, []string{"maxlen=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rf.Rules[0].Params; p.Int("seed") != 7 || p.Int("maxlen") != 3 {
+		t.Errorf("pad rule: %s", p.Canonical())
+	}
+	if p := rf.Rules[1].Params; p.Float("threshold") != 1 || p.Size("pagesize") != 8192 {
+		t.Errorf("vptrace rule: %s", p.Canonical())
+	}
 	if _, err := rulesFor(Config{Threshold: 0}, "r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n"), nil); err == nil {
 		t.Error("a rules file without vptrace rules was accepted")
 	}
