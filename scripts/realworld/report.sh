@@ -58,7 +58,9 @@ table() {
 		}
 		unin[k, m] = $col["uninstrumented"]
 		wall[k, m] = $col["wall_s"]; slow[k, m] = $col["slowdown"]
-		hj[k] = $col["hijack"]
+		# the hijack versions of the row set (a project rerun in one mode may differ)
+		v = $col["hijack"]
+		if (!((k, v) in hjseen)) { hjseen[k, v] = 1; hj[k] = (hj[k] == "" ? v : hj[k] ", " v) }
 	}
 	END {
 		for (i = 1; i <= n; i++) {
