@@ -46,7 +46,7 @@ rw_test() {
 	rw_unit fuzzer ./fuzzer -s1 -i600
 	rw_unit zstreamtest ./zstreamtest -s1 -i60
 	rw_unit zstreamtest-newapi ./zstreamtest --newapi -t1 -s1 -i60
-	rw_unit decodecorpus ./decodecorpus -s1 -n100
+	rw_unit decodecorpus ./decodecorpus -t -s1 -n1000
 	rw_unit invalidDictionaries ./invalidDictionaries
 	rw_unit legacy ./legacy
 	rw_unit poolTests ./poolTests
