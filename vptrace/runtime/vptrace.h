@@ -61,8 +61,10 @@
  * That happens to a program that execs (itself, or another traced program:
  * the same pid and VPTRACE_OUT), to processes that share a fixed
  * VPTRACE_OUT (a make check), and to a second `VPTRACE_OUT=app.vpt ./app`
- * (remove the old file first, or put %p in PATH: the message is on the
- * program's stderr, which a test suite may compare). A fork child writes
+ * (remove the old file first, or put %p in PATH). With %p in PATH the
+ * stderr line is left out (an exec, or a pid reused in a long test suite,
+ * is expected there, and a suite may compare the program's stderr): the
+ * trace itself records the name it was asked for in a note. A fork child writes
  * STEM.CHILDPID.vpt (with %p: PATH for its pid) without a message. A PATH
  * that exists and is not a regular file (/dev/null, a fifo) is written
  * into as it is; a fork child shares a device with its parent, not a fifo.
