@@ -124,17 +124,17 @@ func (sel *selector) run() {
 			if !e.Known && e.NMem > 0 {
 				sel.skipped["instruction hijack cannot model"]++
 			}
-			if e.Known && e.NMem > 0 && !insertable(s, g.Func, i) {
-				// The call of a dynamic TLS sequence (its return
-				// address push, with usestack): nothing may go
-				// before it.
-				sel.skipped["accesses of __tls_get_addr calls glued to their TLS load"] += e.NMem
-				continue
-			}
 			for k := 0; k < e.NMem && e.Known; k++ {
 				acc := e.Mem[k]
 				st := sel.classify(i, in, acc)
 				if st == nil {
+					continue
+				}
+				if !insertable(s, g.Func, i) {
+					// The call of a dynamic TLS sequence (its
+					// return address push, with usestack):
+					// nothing may go before it.
+					sel.skipped["accesses of __tls_get_addr calls glued to their TLS load"]++
 					continue
 				}
 				st.block, st.score = b.Index, info.Score
