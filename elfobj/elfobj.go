@@ -91,6 +91,22 @@ type Rela struct {
 	Addend int64
 }
 
+// Target returns the section and offset relocation r designates: its
+// symbol's section and value plus the addend. A symbol not defined in a
+// section of this object (undefined, absolute, common) or a target before
+// the section's start is an error.
+func (f *File) Target(r Rela) (sec int, off uint64, err error) {
+	sym := &f.Symbols[r.Sym]
+	if sym.Shndx == ShnUndef || sym.Shndx >= 0xffff0000 {
+		return 0, 0, fmt.Errorf("relocation against %q, which is not defined in this object", sym.Name)
+	}
+	t := int64(sym.Value) + r.Addend
+	if t < 0 {
+		return 0, 0, fmt.Errorf("relocation against %q refers before its section", sym.Name)
+	}
+	return int(sym.Shndx), uint64(t), nil
+}
+
 // Symbol is one entry of the symbol table.
 type Symbol struct {
 	Name    string

@@ -321,21 +321,6 @@ type fde struct {
 	lsdaOff  uint64
 }
 
-// relocTarget returns the section and offset a relocation designates
-// (symbol+addend; the fields of .eh_frame are absolute or relative to
-// themselves).
-func relocTarget(f *elfobj.File, r elfobj.Rela) (int, uint64, error) {
-	sym := &f.Symbols[r.Sym]
-	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xffff0000 {
-		return 0, 0, fmt.Errorf("relocation against %q, which is not defined in this object", sym.Name)
-	}
-	t := int64(sym.Value) + r.Addend
-	if t < 0 {
-		return 0, 0, fmt.Errorf("relocation against %q refers before its section", sym.Name)
-	}
-	return int(sym.Shndx), uint64(t), nil
-}
-
 func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *elfobj.File) (*fde, error) {
 	sz := encSize(c.fdeEnc)
 	if sz <= 0 {
@@ -350,7 +335,7 @@ func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *
 		return nil, fmt.Errorf("pc_begin has no relocation")
 	}
 	var err error
-	if x.codeSec, x.start, err = relocTarget(f, r); err != nil {
+	if x.codeSec, x.start, err = f.Target(r); err != nil {
 		return nil, err
 	}
 	x.rangeOff = p + x.ptrSize
@@ -371,7 +356,7 @@ func parseFDE(d []byte, p, end uint64, c *cie, relAt map[uint64]elfobj.Rela, f *
 		}
 		if c.lsdaEnc != peOmit && alen > 0 {
 			if lr, ok := relAt[p]; ok {
-				if x.lsdaSec, x.lsdaOff, err = relocTarget(f, lr); err != nil {
+				if x.lsdaSec, x.lsdaOff, err = f.Target(lr); err != nil {
 					return nil, err
 				}
 			}

@@ -17,8 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"hijack/elfobj"
 )
 
 // CodeMap is the new layout of one rewritten code section, by old section
@@ -75,17 +73,3 @@ var errShort = errors.New("truncated")
 
 func le32(b []byte) uint32     { return binary.LittleEndian.Uint32(b) }
 func put32(b []byte, v uint32) { binary.LittleEndian.PutUint32(b, v) }
-
-// relocTarget returns the section and offset a relocation refers to
-// (symbol+addend).
-func relocTarget(f *elfobj.File, r elfobj.Rela) (int, uint64, error) {
-	sym := &f.Symbols[r.Sym]
-	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xffff0000 {
-		return 0, 0, fmt.Errorf("relocation against %q, which is not defined in this object", sym.Name)
-	}
-	t := int64(sym.Value) + r.Addend
-	if t < 0 {
-		return 0, 0, fmt.Errorf("relocation against %q refers before its section", sym.Name)
-	}
-	return int(sym.Shndx), uint64(t), nil
-}

@@ -130,7 +130,7 @@ func (d *debugRewrite) rewriteDebugFrame(sec int) (*Section, error) {
 		}
 		cieOff := rec.id
 		if rr, ok := d.reloc(sec, rec.idOff); ok {
-			s, t, err := relocTarget(d.f, rr)
+			s, t, err := d.f.Target(rr)
 			if err != nil || s != sec {
 				return nil, fmt.Errorf("FDE at 0x%x: CIE pointer does not point into the section", rec.start)
 			}

@@ -303,7 +303,7 @@ func (d *debugRewrite) locAt(sec int, off, raw uint64) (codeLoc, error) {
 		// An external or absolute symbol: nothing moved code affects.
 		return codeLoc{0, raw}, nil
 	}
-	s, t, err := relocTarget(d.f, r)
+	s, t, err := d.f.Target(r)
 	if err != nil {
 		return codeLoc{}, err
 	}
@@ -318,7 +318,7 @@ func (d *debugRewrite) secRef(sec int, off, raw uint64, dflt string) (int, uint6
 		if ibr.ClassOf(r.Type) != ibr.RelocAbs {
 			return 0, 0, fmt.Errorf("offset field at 0x%x has a %s relocation", off, r.Type)
 		}
-		return relocTarget(d.f, r)
+		return d.f.Target(r)
 	}
 	s := d.section(dflt)
 	if s <= 0 {
