@@ -98,6 +98,27 @@ func rewrittenObject(path string) (bool, error) {
 	return f.Section(".note.hijack") != nil, nil
 }
 
+// ccSameFiles checks that the plain command and hijack cc, run in the
+// directories plain and wrapped, left the same files, and dependency
+// files (.d) with the same contents.
+func ccSameFiles(t *testing.T, name, plain, wrapped string) {
+	t.Helper()
+	files := listFiles(plain)
+	if a, b := strings.Join(files, " "), strings.Join(listFiles(wrapped), " "); a != b {
+		t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
+	}
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".d") {
+			continue
+		}
+		a, _ := os.ReadFile(filepath.Join(plain, f))
+		b, _ := os.ReadFile(filepath.Join(wrapped, f))
+		if string(a) != string(b) {
+			t.Errorf("%s: %s differs:\n  plain:   %q\n  wrapped: %q", name, f, a, b)
+		}
+	}
+}
+
 // listFiles returns the regular files under dir, relative, sorted.
 func listFiles(dir string) []string {
 	var out []string
@@ -210,19 +231,7 @@ func TestCCPassThrough(t *testing.T) {
 				if gotErr != wantErr {
 					t.Errorf("%s: stderr differs:\n%s", name, firstDiff(wantErr, gotErr))
 				}
-				if a, b := strings.Join(listFiles(plain), " "), strings.Join(listFiles(wrapped), " "); a != b {
-					t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
-				}
-				for _, f := range listFiles(plain) {
-					if !strings.HasSuffix(f, ".d") {
-						continue
-					}
-					a, _ := os.ReadFile(filepath.Join(plain, f))
-					b, _ := os.ReadFile(filepath.Join(wrapped, f))
-					if string(a) != string(b) {
-						t.Errorf("%s: %s differs:\n  plain:   %q\n  wrapped: %q", name, f, a, b)
-					}
-				}
+				ccSameFiles(t, name, plain, wrapped)
 			}
 		})
 	}
@@ -722,19 +731,7 @@ func TestCCDevNull(t *testing.T) {
 				if fi, err := os.Lstat(filepath.Join(wrapped, "null")); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
 					t.Errorf("%s: the device is gone or replaced (%v)", name, err)
 				}
-				if a, b := strings.Join(listFiles(plain), " "), strings.Join(listFiles(wrapped), " "); a != b {
-					t.Errorf("%s: files differ:\n  plain:   %s\n  wrapped: %s", name, a, b)
-				}
-				for _, f := range listFiles(plain) {
-					if !strings.HasSuffix(f, ".d") {
-						continue
-					}
-					a, _ := os.ReadFile(filepath.Join(plain, f))
-					b, _ := os.ReadFile(filepath.Join(wrapped, f))
-					if string(a) != string(b) {
-						t.Errorf("%s: %s differs:\n  plain:   %q\n  wrapped: %q", name, f, a, b)
-					}
-				}
+				ccSameFiles(t, name, plain, wrapped)
 			}
 		})
 	}
