@@ -18,9 +18,9 @@ import (
 	"hijack/internal/testutil"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
+	"hijack/preset/vptrace"
 	"hijack/rewrite"
 	"hijack/rules"
-	"hijack/vptrace"
 )
 
 // allPresets returns fresh instances of every preset (vptrace keeps state

@@ -18,9 +18,9 @@ import (
 	"hijack/internal/atomicfile"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
+	"hijack/preset/vptrace"
 	"hijack/rewrite"
 	"hijack/rules"
-	"hijack/vptrace"
 )
 
 // presets returns the preset implementations of this build.

@@ -24,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"hijack/preset/vptrace"
 	"hijack/rewrite"
-	"hijack/vptrace"
 )
 
 // Options describe an experiment.

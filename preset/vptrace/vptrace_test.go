@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"hijack/internal/testutil"
+	"hijack/preset/vptrace"
 	"hijack/rewrite"
 	"hijack/rules"
-	"hijack/vptrace"
 	"hijack/vptrace/trace"
 )
 
@@ -28,7 +28,7 @@ func runtimeArchive(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("sh", "runtime/build.sh", dir).CombinedOutput(); err != nil {
+		if out, err := exec.Command("sh", "../../vptrace/runtime/build.sh", dir).CombinedOutput(); err != nil {
 			t.Fatalf("building the runtime: %v\n%s", err, out)
 		}
 		runtimeDir = dir

@@ -6,7 +6,8 @@
 // that computes its page and compares it with the page the same site last
 // recorded in this thread (a TLS slot): only a page change calls the
 // runtime (bin/libvptrace.so, or bin/libvptrace.a in static programs).
-// ABI.md in this directory is the contract with the runtime.
+// vptrace/ABI.md is the contract with the runtime (vptrace/runtime), and
+// vptrace/abi its Go encoding.
 package vptrace
 
 import (
