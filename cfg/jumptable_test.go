@@ -17,6 +17,7 @@ import (
 	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/internal/testutil"
+	"hijack/preset"
 	"hijack/preset/clobber"
 	"hijack/rewrite"
 	"hijack/rules"
@@ -57,11 +58,11 @@ func clobbered(t *testing.T, b build, obj string) string {
 		t.Fatal(err)
 	}
 	for _, seed := range []string{"1", "2"} {
-		rf, err := rules.Default(rules.DefaultRegistry(), "clobber", "seed="+seed)
+		rf, err := rules.Default(preset.Set{clobber.Preset{}}.Registry(), "clobber", "seed="+seed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _, err := rewrite.Rewrite(obj, data, rf, rewrite.Presets{"clobber": clobber.Preset{}}, nil)
+		out, _, err := rewrite.Rewrite(obj, data, rf, preset.Set{clobber.Preset{}}, nil)
 		if err != nil {
 			t.Fatalf("%s: clobber: %v", base, err)
 		}

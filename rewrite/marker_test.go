@@ -11,6 +11,7 @@ import (
 
 	"hijack/elfobj"
 	"hijack/internal/testutil"
+	"hijack/preset/all"
 	"hijack/rewrite"
 	"hijack/rules"
 )
@@ -28,7 +29,7 @@ func TestMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	two, err := rules.Parse("two.yaml", []byte("version: 1\nrules:\n  - preset: vptrace\n    functions: [\"main\"]\n  - preset: pad\n"), rules.DefaultRegistry())
+	two, err := rules.Parse("two.yaml", []byte("version: 1\nrules:\n  - preset: vptrace\n    functions: [\"main\"]\n  - preset: pad\n"), all.Presets().Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestMarker(t *testing.T) {
 	}
 	// Rules that select nothing change nothing: no marker, and the object
 	// may be rewritten later.
-	none, _ := rules.Parse("none.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [nothing]\n"), rules.DefaultRegistry())
+	none, _ := rules.Parse("none.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [nothing]\n"), all.Presets().Registry())
 	same, _, err := rewrite.Rewrite("k.o", data, none, allPresets(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,18 +16,14 @@ import (
 	"hijack/elfobj"
 	"hijack/internal/objmut"
 	"hijack/internal/testutil"
-	"hijack/preset/clobber"
-	"hijack/preset/pad"
-	"hijack/preset/vptrace"
+	"hijack/preset"
+	"hijack/preset/all"
 	"hijack/rewrite"
 	"hijack/rules"
 )
 
-// allPresets returns fresh instances of every preset (vptrace keeps state
-// per object).
-func allPresets() rewrite.Presets {
-	return rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}, "vptrace": vptrace.New()}
-}
+// allPresets returns every preset of hijack.
+func allPresets() preset.Set { return all.Presets() }
 
 // presetConfigs are the rules the robustness tests and fuzz targets run:
 // every preset, pad with insertions on fall-through edges too.

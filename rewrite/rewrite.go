@@ -6,39 +6,15 @@ package rewrite
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	"hijack/elfobj"
 	"hijack/emit"
 	"hijack/ibr"
+	"hijack/preset"
 	"hijack/rules"
 )
-
-// Preset plans insertions into the functions one rule selected.
-type Preset interface {
-	// Apply inserts code into funcs (all in rewritable sections) of o.
-	// Warnings about functions it leaves alone go to warn.
-	Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error
-}
-
-// Beginner is implemented by presets that make object-wide choices (a
-// TLS model, say) which every rule of theirs must agree on. Begin runs
-// before any Apply with the parameters of every rule of the preset that
-// selects functions of o, in rule order; its error names the rules.
-type Beginner interface {
-	Begin(o *ibr.Object, params []rules.Params) error
-}
-
-// Finisher is implemented by presets that emit object-level data after
-// all their functions were instrumented (site tables, constructors).
-type Finisher interface {
-	Finish(o *ibr.Object) error
-}
-
-// Presets maps preset names to implementations.
-type Presets map[string]Preset
 
 // Stats tells what a rewrite did.
 type Stats struct {
@@ -54,7 +30,7 @@ type Stats struct {
 // Warnings (functions left uninstrumented and why) go to warn. The returned
 // bytes are the new object. Errors and warnings are one line each, with
 // names from the object made printable (elfobj.Printable).
-func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
+func Rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string)) ([]byte, Stats, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
@@ -63,7 +39,7 @@ func Rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	return out, st, elfobj.PrintableError(err)
 }
 
-func rewrite(name string, data []byte, rf *rules.File, presets Presets, warn func(string)) ([]byte, Stats, error) {
+func rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string)) ([]byte, Stats, error) {
 	var st Stats
 	f, err := elfobj.Read(data)
 	if err != nil {
@@ -98,52 +74,45 @@ func rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 	for s, names := range skipped {
 		warn(fmt.Sprintf("section %s: %d function(s) not instrumented (%s): %s", s.Elf.Name, len(names), list(names), s.Problem))
 	}
-	// Presets that settle object-wide choices (Beginner) first see the
-	// parameters of all their rules that select functions here.
+	// Each preset that selects functions here begins a session with the
+	// parameters of all its rules that do (for object-wide choices), then
+	// applies its rules in rule order, each with its own parameters, and
+	// finishes.
 	paramsOf := make(map[string][]rules.Params)
-	var order []string
+	var used []string
 	for i := range rf.Rules {
 		r := &rf.Rules[i]
 		if len(byRule[r]) == 0 {
 			continue
 		}
 		if _, ok := paramsOf[r.Preset]; !ok {
-			order = append(order, r.Preset)
+			used = append(used, r.Preset)
 		}
 		paramsOf[r.Preset] = append(paramsOf[r.Preset], r.Params)
 	}
-	for _, name := range order {
-		if b, ok := presets[name].(Beginner); ok {
-			if err := b.Begin(o, paramsOf[name]); err != nil {
-				return nil, st, fmt.Errorf("preset %s: %w", name, err)
-			}
+	sessions := make(map[string]preset.Session, len(used))
+	for _, name := range used {
+		p, ok := presets.Lookup(name)
+		if !ok {
+			return nil, st, fmt.Errorf("preset %q is not available in this build", name)
 		}
+		ss, err := p.Begin(o, paramsOf[name])
+		if err != nil {
+			return nil, st, fmt.Errorf("preset %s: %w", name, err)
+		}
+		sessions[name] = ss
 	}
-	var used []Preset
-	var usedNames []string
 	for i := range rf.Rules {
 		r := &rf.Rules[i]
-		fns := byRule[r]
-		if len(fns) == 0 {
-			continue
-		}
-		p := presets[r.Preset]
-		if p == nil {
-			return nil, st, fmt.Errorf("preset %q is not available in this build", r.Preset)
-		}
-		if err := p.Apply(o, fns, r.Params, warn); err != nil {
-			return nil, st, fmt.Errorf("preset %s: %w", r.Preset, err)
-		}
-		used = append(used, p)
-		if !slices.Contains(usedNames, r.Preset) {
-			usedNames = append(usedNames, r.Preset)
+		if fns := byRule[r]; len(fns) > 0 {
+			if err := sessions[r.Preset].Apply(fns, r.Params, warn); err != nil {
+				return nil, st, fmt.Errorf("preset %s: %w", r.Preset, err)
+			}
 		}
 	}
-	for i, p := range used {
-		if fp, ok := p.(Finisher); ok && !slices.Contains(used[:i], p) {
-			if err := fp.Finish(o); err != nil {
-				return nil, st, err
-			}
+	for _, name := range used {
+		if err := sessions[name].Finish(); err != nil {
+			return nil, st, fmt.Errorf("preset %s: %w", name, err)
 		}
 	}
 	for _, s := range o.Code {
@@ -164,7 +133,7 @@ func rewrite(name string, data []byte, rf *rules.File, presets Presets, warn fun
 			}
 			warn("fat LTO object: LTO IR removed, so that the link uses the instrumented code")
 		}
-		addMarker(f, usedNames)
+		addMarker(f, used)
 	}
 	out, err := f.Write()
 	if err != nil {

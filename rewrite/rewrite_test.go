@@ -10,6 +10,8 @@ import (
 
 	"hijack/elfobj"
 	"hijack/internal/testutil"
+	"hijack/preset"
+	"hijack/preset/all"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
 	"hijack/rewrite"
@@ -20,10 +22,10 @@ func padRules(t testing.TB, settings ...string) *rules.File {
 	return presetRules(t, "pad", settings...)
 }
 
-var presets = rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}}
+var presets = preset.Set{pad.Preset{}, clobber.Preset{}}
 
 func presetRules(t testing.TB, preset string, settings ...string) *rules.File {
-	rf, err := rules.Default(rules.DefaultRegistry(), preset, settings...)
+	rf, err := rules.Default(all.Presets().Registry(), preset, settings...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestDifferential(t *testing.T) {
 // TestIdentity: rules that select no function leave every section as it was.
 func TestIdentity(t *testing.T) {
 	dir := t.TempDir()
-	rf, err := rules.Parse("none.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [\"__no_such_function__\"]\n"), rules.DefaultRegistry())
+	rf, err := rules.Parse("none.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [\"__no_such_function__\"]\n"), all.Presets().Registry())
 	if err != nil {
 		t.Fatal(err)
 	}

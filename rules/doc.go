@@ -35,8 +35,10 @@
 //
 // # Presets and their params
 //
-// Each preset declares its parameters (see PresetSpec and ParamSpec); the
-// presets hijack knows are in DefaultRegistry. A parameter that is not given
+// Each preset declares its parameters (see PresetSpec and ParamSpec) in
+// its own package; this package knows no preset by name and checks a file
+// against the Registry it is given (hijack's presets: package preset/all;
+// their parameters: `hijack help presets`). A parameter that is not given
 // takes its default. Kinds of values:
 //
 //   - bool: true or false (yes/no/on/off are not booleans).
@@ -47,31 +49,6 @@
 //     A size may offer an exponent alias: sizeexp: 12 is pagesize: 4096.
 //     Giving both is allowed only if they agree.
 //   - enum: one of a fixed set of words.
-//
-// pad — insert NOPs of pseudo-random lengths, to exercise code moving:
-//
-//	seed      int, default 1        seeds the pseudo-random choice of NOP lengths
-//	maxlen    int 1..15, default 15 longest NOP to insert, in bytes
-//	after     bool, default false    also insert NOPs after every instruction
-//	                                 that can fall through, on that path only
-//
-// vptrace — virtual-page access tracing:
-//
-//	threshold float 0..1, default 0     T: instrument blocks whose loop score is >= T
-//	pagesize  size 16..1G, default 4096 H: accesses within H bytes of one already
-//	                                    traced in the same block may be skipped;
-//	                                    sizeexp 4..30 is the same as log2
-//	usestack  bool, default false       trace rsp/rbp-based (stack) accesses too
-//	tls       enum, default auto        local-exec (executables only),
-//	                                    initial-exec (also shared libraries
-//	                                    loaded at start-up), indirect (any,
-//	                                    dlopen'ed too), auto (local-exec or
-//	                                    indirect, from the object)
-//	exact     bool, default false       skip nothing as same-page
-//
-// clobber — overwrite registers and flags that liveness says are dead:
-//
-//	seed      int, default 1        seeds the pseudo-random choice of clobbers
 //
 // # Strictness
 //
@@ -86,7 +63,7 @@
 //
 // # Use from Go
 //
-// Parse or Load a file against a Registry (usually DefaultRegistry()), then
+// Parse or Load a file against a Registry (hijack's: all.Presets().Registry()), then
 // ask File.Match for each function; Rule.Params gives typed values with the
 // defaults applied. Default builds the one-rule file for a command line
 // such as "--preset vptrace" with "name=value" overrides.

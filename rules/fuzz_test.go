@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
-	reg := DefaultRegistry()
+	reg := hijackLike()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Go's fuzzer does not time out a single input; a hang would just
 		// stall the run. Crash instead, so the input gets reported.

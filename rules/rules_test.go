@@ -173,7 +173,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("rules.yaml", []byte(tt.in), DefaultRegistry())
+			f, err := Parse("rules.yaml", []byte(tt.in), hijackLike())
 			if err == nil {
 				t.Fatalf("no error; got %d rules\ninput:\n%s", len(f.Rules), tt.in)
 			}
@@ -303,7 +303,7 @@ func TestParseValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("rules.yaml", []byte(tt.in), DefaultRegistry())
+			f, err := Parse("rules.yaml", []byte(tt.in), hijackLike())
 			if err != nil {
 				t.Fatalf("%v\ninput:\n%s", err, tt.in)
 			}
@@ -334,7 +334,7 @@ rules:
   - preset: pad
     exclude: [main]
 `
-	f, err := Parse("r.yaml", []byte(in), DefaultRegistry())
+	f, err := Parse("r.yaml", []byte(in), hijackLike())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ rules:
   - preset: pad
     exclude: [main, "_start"]
 `
-	f, err := Parse("rules.yaml", []byte(in), DefaultRegistry())
+	f, err := Parse("rules.yaml", []byte(in), hijackLike())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ rules:
   - preset: vptrace
     functions: [foo]
 `
-	f, err := Parse("rules.yaml", []byte(in), DefaultRegistry())
+	f, err := Parse("rules.yaml", []byte(in), hijackLike())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ rules:
 }
 
 func TestDefault(t *testing.T) {
-	reg := DefaultRegistry()
+	reg := hijackLike()
 	f, err := Default(reg, "pad")
 	if err != nil {
 		t.Fatal(err)
@@ -537,23 +537,13 @@ func errString(err error) string {
 }
 
 func TestRegistryCheck(t *testing.T) {
-	if err := DefaultRegistry().Check(); err != nil {
-		t.Fatalf("DefaultRegistry: %v", err)
+	if err := hijackLike().Check(); err != nil {
+		t.Fatalf("hijackLike: %v", err)
 	}
 	if err := testRegistry().Check(); err != nil {
 		t.Fatalf("testRegistry: %v", err)
 	}
-	// DefaultRegistry returns a fresh value each time.
-	a := DefaultRegistry()
-	delete(a, "pad")
-	a["vptrace"].Params[0].Name = "changed"
-	if _, ok := DefaultRegistry()["pad"]; !ok {
-		t.Error("DefaultRegistry shares its map")
-	}
-	if DefaultRegistry()["vptrace"].Params[0].Name != "threshold" {
-		t.Error("DefaultRegistry shares its param slices")
-	}
-	eq(t, DefaultRegistry().Names(), []string{"clobber", "pad", "vptrace"})
+	eq(t, hijackLike().Names(), []string{"clobber", "pad", "vptrace"})
 
 	one := func(ps ...ParamSpec) Registry {
 		return Registry{"p": {Name: "p", Params: ps}}
@@ -603,7 +593,7 @@ func TestRegistryCheck(t *testing.T) {
 }
 
 func TestAccessorPanics(t *testing.T) {
-	p := DefaultRegistry()["vptrace"].Defaults()
+	p := hijackLike()["vptrace"].Defaults()
 	for name, f := range map[string]func(){
 		`rules: preset "vptrace" has no param "nope"`:                    func() { p.Bool("nope") },
 		`rules: preset "vptrace" has no param "sizeexp"`:                 func() { p.Int("sizeexp") },
@@ -631,7 +621,7 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("version: 1\nrules:\n  - preset: pad\n    params: {seed: 42}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Load(path, DefaultRegistry())
+	f, err := Load(path, hijackLike())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,34 +631,27 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("version: 1\nrules:\n  - preset: pad\n    params: {seed: x}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(path, DefaultRegistry())
+	_, err = Load(path, hijackLike())
 	eq(t, errString(err), path+`:4: rule 1: param seed of preset pad: want an integer, got string "x"`)
 
-	_, err = Load(filepath.Join(dir, "missing.yaml"), DefaultRegistry())
+	_, err = Load(filepath.Join(dir, "missing.yaml"), hijackLike())
 	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("Load(missing) = %v", err)
 	}
 }
 
-func TestHelpAndDoc(t *testing.T) {
-	help := DefaultRegistry().Help()
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range DefaultRegistry() {
+// TestHelp: Help names every preset with its doc and every key (the
+// presets' own docs are generated from their specs: `hijack help presets`
+// and the README table, which preset/all checks).
+func TestHelp(t *testing.T) {
+	help := hijackLike().Help()
+	for _, p := range hijackLike() {
 		if !strings.Contains(help, p.Name+": "+p.Doc) {
 			t.Errorf("Help lacks preset %s", p.Name)
-		}
-		if !strings.Contains(string(doc), "\n// "+p.Name+" — ") {
-			t.Errorf("doc.go does not document preset %s", p.Name)
 		}
 		for _, k := range p.keys() {
 			if !strings.Contains(help, k) {
 				t.Errorf("Help lacks %s.%s", p.Name, k)
-			}
-			if !strings.Contains(string(doc), "//\t"+k+" ") && !strings.Contains(string(doc), k+" 4..30") {
-				t.Errorf("doc.go does not document %s.%s", p.Name, k)
 			}
 		}
 	}
@@ -703,7 +686,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestOverride(t *testing.T) {
-	reg := DefaultRegistry()
+	reg := hijackLike()
 	const src = `version: 1
 rules:
   - preset: vptrace
@@ -762,7 +745,7 @@ func canonicalRules(f *File) string {
 }
 
 func TestOrigin(t *testing.T) {
-	reg := DefaultRegistry()
+	reg := hijackLike()
 	f, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n    functions: [a]\n\n  - preset: vptrace\n"), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -773,5 +756,26 @@ func TestOrigin(t *testing.T) {
 	d, _ := Default(reg, "vptrace")
 	if o := d.Rules[0].Params.Origin(); o != "--preset vptrace" {
 		t.Errorf("Default origin %q", o)
+	}
+}
+
+// TestMarkdown: the table the README's preset reference is generated from:
+// one row per parameter, the preset named on its first, kinds with ranges
+// (open sides left empty), defaults as a rules file writes them, and '|'
+// escaped inside cells.
+func TestMarkdown(t *testing.T) {
+	reg := testRegistry()
+	reg["bare"] = PresetSpec{Name: "bare", Doc: "no parameters | at all"}
+	eq(t, reg.Markdown("demo", "bare", "nosuch"), "| preset | parameter | kind | default | meaning |\n|---|---|---|---|---|\n"+
+		"| `demo` | `ratio` | float, -1..1 | `0.5` | a ratio |\n"+
+		"| | `count` | int, 0.. | `3` | a count |\n"+
+		"| | `delta` | int, ..0 | `-1` | a delta |\n"+
+		"| | `chunk` | size, 16..1M | `64` | a chunk |\n"+
+		"| | `mode` | fast \\| slow | `fast` | a mode |\n"+
+		"| | `on` | bool | `true` | a switch |\n"+
+		"| `bare` | | | | no parameters \\| at all |\n")
+	if got := hijackLike().Markdown(); !strings.Contains(got, "| `vptrace` | `threshold` | float, 0..1 | `0` |") ||
+		!strings.Contains(got, "| | `pagesize` (or `sizeexp`: log2) | size, 16..1G | `4096` |") || strings.Index(got, "`clobber`") > strings.Index(got, "`pad`") {
+		t.Errorf("Markdown() of every preset, sorted:\n%s", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -128,8 +129,8 @@ func (p PresetSpec) Defaults() Params {
 }
 
 // Registry maps preset names to their specs. It is passed to Parse and
-// Default; DefaultRegistry returns the presets hijack knows today. The key
-// must equal the spec's Name.
+// Default; preset.Set.Registry makes one from the presets of a build. The
+// key must equal the spec's Name.
 type Registry map[string]PresetSpec
 
 // Names returns the preset names, sorted.
@@ -302,4 +303,72 @@ func (r Registry) Help() string {
 		}
 	}
 	return b.String()
+}
+
+// Markdown renders the presets named (all, sorted, if none are) as a
+// Markdown table: preset, parameter, kind with its accepted values,
+// default, meaning. The README's table of presets is this output.
+func (r Registry) Markdown(names ...string) string {
+	if len(names) == 0 {
+		names = r.Names()
+	}
+	var b strings.Builder
+	b.WriteString("| preset | parameter | kind | default | meaning |\n|---|---|---|---|---|\n")
+	row := func(cells ...string) {
+		b.WriteByte('|')
+		for _, c := range cells {
+			if c != "" {
+				b.WriteString(" " + c)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteByte('\n')
+	}
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	for _, name := range names {
+		p, ok := r[name]
+		if !ok {
+			continue
+		}
+		first := "`" + p.Name + "`"
+		if len(p.Params) == 0 {
+			row(first, "", "", "", cell(p.Doc))
+			continue
+		}
+		for _, ps := range p.Params {
+			key := "`" + ps.Name + "`"
+			if ps.ExpAlias != "" {
+				key += " (or `" + ps.ExpAlias + "`: log2)"
+			}
+			row(first, key, cell(ps.kindRange()), "`"+formatValue(ps, ps.Default)+"`", cell(ps.Doc))
+			first = ""
+		}
+	}
+	return b.String()
+}
+
+// kindRange is the kind of a parameter with its range or values, as the
+// Markdown table shows it: "int", "int, 1..15", "size, 16..1G", "a | b".
+func (ps ParamSpec) kindRange() string {
+	switch ps.Kind {
+	case KindInt:
+		if ps.IntMin == math.MinInt64 && ps.IntMax == math.MaxInt64 {
+			return "int"
+		}
+		lo, hi := "", ""
+		if ps.IntMin != math.MinInt64 {
+			lo = strconv.FormatInt(ps.IntMin, 10)
+		}
+		if ps.IntMax != math.MaxInt64 {
+			hi = strconv.FormatInt(ps.IntMax, 10)
+		}
+		return "int, " + lo + ".." + hi
+	case KindFloat:
+		return "float, " + fmtFloat(ps.FloatMin) + ".." + fmtFloat(ps.FloatMax)
+	case KindSize:
+		return "size, " + FormatSize(ps.IntMin) + ".." + FormatSize(ps.IntMax)
+	case KindEnum:
+		return strings.Join(ps.Values, " | ")
+	}
+	return ps.Kind.String()
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"hijack/preset"
+	"hijack/preset/all"
 	"hijack/rewrite"
 	"hijack/rules"
 )
@@ -32,12 +34,13 @@ produces, so that an existing build is instrumented by setting CC:
     compiled one by one with -c into a temporary directory, rewritten, and
     linked; dependency files (-MD), -save-temps files, coverage notes and
     split DWARF (.dwo) get the names the plain command gives them;
-  - linking: when the rules use vptrace, the runtime is added: programs
-    and shared libraries depend on the shared runtime libvptrace.so (as
-    needed, with an rpath to its directory), so that a process has one
-    runtime whatever it loads; -static programs get libvptrace.a and
-    -lpthread; a relocatable link (-r) gets nothing. Both are found next
-    to the hijack binary, or in $HIJACK_RUNTIME (their directory);
+  - linking: when the rules use a preset with a runtime (vptrace), the
+    runtime is added: programs and shared libraries depend on the shared
+    runtime (libvptrace.so, as needed, with an rpath to its directory), so
+    that a process has one runtime whatever it loads; -static programs get
+    the archive (libvptrace.a and -lpthread); a relocatable link (-r) gets
+    nothing. Both are found next to the hijack binary, or in
+    $HIJACK_RUNTIME (their directory);
   - anything else passes through untouched, with the compiler's own output
     and exit status: -E, -S, -M, -MM, -fsyntax-only, --version, -v, -###,
     -dumpmachine, -dumpversion, -print-*, --help, -emit-llvm, and commands
@@ -264,13 +267,13 @@ func (w *ccWrapper) run(cmd []string) int {
 		}
 		link = linkArgs(args, objs, p)
 	}
-	if w.usesVptrace() {
-		rt, err := runtimeLink(args)
+	for _, rt := range all.Presets().Runtimes(w.rf.Presets()) {
+		rtArgs, err := runtimeLink(args, rt)
 		if err != nil {
 			fmt.Fprintf(w.stderr, "hijack: cc: %v\n", err)
 			return exitFailure
 		}
-		link = append(link, rt...)
+		link = append(link, rtArgs...)
 	}
 	if len(p.sources) == 0 && len(dropped) == 0 {
 		// The original command line, response files and all, with at
@@ -669,7 +672,7 @@ func (w *ccWrapper) rewrite(obj, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := rewrite.Rewrite(filepath.Base(name), data, w.rf, presets(), func(msg string) { w.warn(name, msg) })
+	out, _, err := rewrite.Rewrite(filepath.Base(name), data, w.rf, all.Presets(), func(msg string) { w.warn(name, msg) })
 	return out, err
 }
 
@@ -682,30 +685,22 @@ func (w *ccWrapper) rewriteInPlace(obj, name string) error {
 	return writeOutput(obj, out)
 }
 
-func (w *ccWrapper) usesVptrace() bool {
-	for _, p := range w.rf.Presets() {
-		if p == "vptrace" {
-			return true
-		}
-	}
-	return false
-}
-
-// runtimeLink returns the arguments that link the vptrace runtime into
-// what the link command args makes:
+// runtimeLink returns the arguments that link a preset's runtime rt (the
+// vptrace runtime, say) into what the link command args makes:
 //
 //   - a relocatable link (-r): nothing; the link that uses the object
 //     adds the runtime;
-//   - a static program (-static, -static-pie): libvptrace.a and -lpthread,
-//     the one runtime such a process can have;
-//   - a program or a shared library: a dependency on the shared runtime,
-//     libvptrace.so, with an rpath to its directory. Every instrumented
+//   - a static program (-static, -static-pie): the archive (libvptrace.a)
+//     and what it needs (-lpthread), the one runtime such a process can
+//     have;
+//   - a program or a shared library: a dependency on the shared runtime
+//     (libvptrace.so), with an rpath to its directory. Every instrumented
 //     component depending on the one shared object (its soname), a process
 //     has one runtime (one Go runtime) whatever the mix: an instrumented
 //     program with plain libraries, a plain one with instrumented
 //     libraries, both, plugins dlopen'ed. The dependency is recorded as
 //     needed, only where instrumented code refers to the runtime.
-func runtimeLink(args []string) ([]string, error) {
+func runtimeLink(args []string, rt preset.Runtime) ([]string, error) {
 	static := false
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
@@ -721,21 +716,21 @@ func runtimeLink(args []string) ([]string, error) {
 		return nil, err
 	}
 	if static {
-		a := filepath.Join(dir, "libvptrace.a")
+		a := filepath.Join(dir, rt.Static)
 		if _, err := os.Stat(a); err != nil {
-			return nil, fmt.Errorf("the vptrace runtime archive (-static) was not found: %v: set HIJACK_RUNTIME to its directory or run `make build`", err)
+			return nil, fmt.Errorf("the runtime archive %s (-static) was not found: %v: set HIJACK_RUNTIME to its directory or run `make build`", rt.Static, err)
 		}
-		return []string{a, "-lpthread"}, nil
+		return append([]string{a}, rt.Libs...), nil
 	}
-	so := filepath.Join(dir, "libvptrace.so")
+	so := filepath.Join(dir, rt.Shared)
 	if _, err := os.Stat(so); err != nil {
-		return nil, fmt.Errorf("the vptrace runtime was not found: %v: set HIJACK_RUNTIME to its directory or run `make build`", err)
+		return nil, fmt.Errorf("the runtime %s was not found: %v: set HIJACK_RUNTIME to its directory or run `make build`", rt.Shared, err)
 	}
 	// (-Xlinker: a directory name may hold commas, which -Wl splits at)
 	return []string{"-Wl,--push-state,--as-needed,-Bdynamic", so, "-Wl,--pop-state", "-Xlinker", "-rpath", "-Xlinker", dir}, nil
 }
 
-// runtimeDir is the directory of the vptrace runtime: $HIJACK_RUNTIME (the
+// runtimeDir is the directory of the presets' runtimes: $HIJACK_RUNTIME (the
 // directory, or a file in it), or the hijack executable's.
 func runtimeDir() (string, error) {
 	if p := os.Getenv("HIJACK_RUNTIME"); p != "" {
@@ -746,7 +741,7 @@ func runtimeDir() (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("the vptrace runtime: %v: set HIJACK_RUNTIME", err)
+		return "", fmt.Errorf("the runtime directory: %v: set HIJACK_RUNTIME", err)
 	}
 	return filepath.Dir(exe), nil
 }

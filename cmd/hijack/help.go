@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"hijack/preset/all"
 	"hijack/rules"
 	"hijack/vptrace/trace"
 )
@@ -24,9 +25,9 @@ func helpTopics() map[string]func() string {
 		"report":  text(reportUsage),
 		"heatmap": text(heatmapUsage),
 		"tune":    text(tuneUsage),
-		"rules":   func() string { return rulesHelp + "\n" + rules.DefaultRegistry().Help() },
+		"rules":   func() string { return rulesHelp + "\n" + all.Presets().Registry().Help() },
 		"presets": func() string {
-			return "Presets and their parameters (rules files: hijack help rules):\n\n" + rules.DefaultRegistry().Help()
+			return "Presets and their parameters (rules files: hijack help rules):\n\n" + all.Presets().Registry().Help()
 		},
 		"files": text(filesHelp),
 	}

@@ -16,17 +16,10 @@ import (
 	"hijack/archive"
 	"hijack/elfobj"
 	"hijack/internal/atomicfile"
-	"hijack/preset/clobber"
-	"hijack/preset/pad"
-	"hijack/preset/vptrace"
+	"hijack/preset/all"
 	"hijack/rewrite"
 	"hijack/rules"
 )
-
-// presets returns the preset implementations of this build.
-func presets() rewrite.Presets {
-	return rewrite.Presets{"pad": pad.Preset{}, "clobber": clobber.Preset{}, "vptrace": vptrace.New()}
-}
 
 func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("hijack", pflag.ContinueOnError)
@@ -85,7 +78,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	case archive.IsArchive(data):
 		res, st, err = rewriteArchive(in, data, rf, *jobs, warnFor)
 	default:
-		res, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, presets(), warnFor(in))
+		res, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, all.Presets(), warnFor(in))
 	}
 	if err != nil {
 		return fail(err)
@@ -128,7 +121,7 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ps := presets()
+			ps := all.Presets()
 			for i := range work {
 				member := fmt.Sprintf("%s(%s)", filepath.Base(name), ms[i].Name)
 				d, st, err := rewrite.Rewrite(member, ms[i].Data, rf, ps, warnFor(member))
@@ -168,7 +161,7 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 // top) or of --preset NAME with its --param settings. On error it prints
 // the message for subcommand sub and returns nil and the exit status.
 func loadRules(stderr io.Writer, sub, rulesPath, presetName string, params []string) (*rules.File, int) {
-	reg := rules.DefaultRegistry()
+	reg := all.Presets().Registry()
 	switch {
 	case rulesPath != "" && presetName != "":
 		return nil, usageError(stderr, sub, "give either --rules or --preset, not both")

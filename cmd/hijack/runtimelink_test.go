@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"hijack/preset/vptrace"
 )
 
-// TestRuntimeLink: what hijack cc adds to a link when the rules use
-// vptrace (README, "Linking the runtime"): the shared runtime, as needed
+// TestRuntimeLink: what hijack cc adds to a link when the rules use a
+// preset with a runtime, vptrace's here (README, "Linking the runtime"): the shared runtime, as needed
 // and with an rpath, to programs and shared libraries (one runtime per
 // process); the archive to static programs; nothing to relocatable links.
 // The runtime is found in $HIJACK_RUNTIME (a directory or a file in it).
@@ -41,8 +43,8 @@ func TestRuntimeLink(t *testing.T) {
 		{"relocatable -Wl,-r", "", []string{"-nostdlib", "-Wl,-r", "a.o", "-o", "ab.o"}, nil, ""},
 		{"relocatable -Xlinker", "", []string{"-nostdlib", "-Xlinker", "--relocatable", "a.o", "-o", "ab.o"}, nil, ""},
 		{"a file in the directory", filepath.Join(dir, "libvptrace.so"), []string{"main.o"}, shared, ""},
-		{"no runtime", t.TempDir(), []string{"main.o"}, nil, "the vptrace runtime was not found"},
-		{"no archive", onlySO, []string{"-static", "main.o"}, nil, "the vptrace runtime archive (-static) was not found"},
+		{"no runtime", t.TempDir(), []string{"main.o"}, nil, "the runtime libvptrace.so was not found"},
+		{"no archive", onlySO, []string{"-static", "main.o"}, nil, "the runtime archive libvptrace.a (-static) was not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := c.env
@@ -50,7 +52,7 @@ func TestRuntimeLink(t *testing.T) {
 				env = dir
 			}
 			t.Setenv("HIJACK_RUNTIME", env)
-			got, err := runtimeLink(c.args)
+			got, err := runtimeLink(c.args, vptrace.Preset{}.Runtime())
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "HIJACK_RUNTIME") {
 					t.Errorf("runtimeLink(%q): %q, %v; want an error saying %q and HIJACK_RUNTIME", c.args, got, err, c.err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"hijack/preset/all"
 	"hijack/rules"
 	"hijack/vptrace/tune"
 )
@@ -102,7 +103,7 @@ func cmdTune(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		o.Progress = stderr
 	}
-	o.Presets = presets
+	o.Presets = all.Presets()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := tune.Run(ctx, o)

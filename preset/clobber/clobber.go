@@ -10,25 +10,51 @@ package clobber
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 
 	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
+	"hijack/preset"
 	"hijack/rules"
 )
 
-// Preset is the clobber preset. Parameter: seed.
+// Preset is the clobber preset.
 type Preset struct{}
 
+// Spec declares clobber's parameters.
+func (Preset) Spec() rules.PresetSpec {
+	return rules.PresetSpec{
+		Name: "clobber",
+		Doc:  "overwrite registers and flags that liveness says are dead, to expose liveness bugs",
+		Params: []rules.ParamSpec{
+			rules.IntParam("seed", 1, math.MinInt64, math.MaxInt64,
+				"seeds the pseudo-random choice of clobbered registers and values"),
+		},
+	}
+}
+
+// Begin analyses o: its liveness, before any code is inserted.
+func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
+	p := cfg.Build(o)
+	return &session{prog: p, live: p.Liveness()}, nil
+}
+
+// session is the liveness of one object, computed once for all its rules.
+type session struct {
+	prog *cfg.Program
+	live map[*cfg.Graph]*cfg.Liveness
+}
+
+func (*session) Finish() error { return nil }
+
 // Apply inserts clobbering code before every instruction of funcs.
-func (Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) error {
 	seed := uint64(params.Int("seed"))
 	rng := rand.New(rand.NewPCG(seed, seed^0xc10bbe4))
-	p := cfg.Build(o)
-	lv := p.Liveness()
 	for _, fn := range funcs {
-		live := lv[p.ByFunc[fn]]
+		live := ss.live[ss.prog.ByFunc[fn]]
 		s := fn.Section
 		for i := fn.Start; i < fn.End; i++ {
 			if !s.CanInsertBefore(i) {

@@ -6,20 +6,46 @@
 package pad
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"hijack/cfg/effect"
 	"hijack/emit"
 	"hijack/ibr"
+	"hijack/preset"
 	"hijack/rules"
 )
 
-// Preset is the pad preset. Parameters: seed (pseudo-random lengths),
-// maxlen (longest insertion, 1..15 bytes).
+// Preset is the pad preset.
 type Preset struct{}
 
+// Spec declares pad's parameters.
+func (Preset) Spec() rules.PresetSpec {
+	return rules.PresetSpec{
+		Name: "pad",
+		Doc:  "insert NOPs of pseudo-random lengths before instructions, to exercise code moving",
+		Params: []rules.ParamSpec{
+			rules.IntParam("seed", 1, math.MinInt64, math.MaxInt64,
+				"seeds the pseudo-random choice of NOP lengths"),
+			rules.IntParam("maxlen", 15, 1, 15,
+				"longest NOP to insert, in bytes"),
+			rules.BoolParam("after", false,
+				"also insert NOPs after every instruction that can fall through, on the fall-through path only (exercises code on edges)"),
+		},
+	}
+}
+
+// Begin starts padding o: pad has nothing to settle per object.
+func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
+	return session{}, nil
+}
+
+type session struct{}
+
+func (session) Finish() error { return nil }
+
 // Apply inserts NOPs before every instruction of funcs.
-func (Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+func (session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) error {
 	seed := uint64(params.Int("seed"))
 	maxlen := int(params.Int("maxlen"))
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))

@@ -16,7 +16,6 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/twitchyliquid64/golang-asm/obj"
 	"golang.org/x/arch/x86/x86asm"
@@ -25,20 +24,44 @@ import (
 	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/loops"
+	"hijack/preset"
 	"hijack/rules"
 	"hijack/snippet"
 	"hijack/vptrace/abi"
 )
 
-// Preset is the vptrace preset. Its zero value is not usable: use New.
-// One Preset may rewrite many objects concurrently.
-type Preset struct {
-	mu     sync.Mutex
-	states map[*ibr.Object]*objState
+// Preset is the vptrace preset. Its sessions (one per object, objState)
+// hold everything that is per object; one Preset rewrites many objects
+// concurrently.
+type Preset struct{}
+
+// tlsModels are the values of the tls parameter: the models, then auto.
+var tlsModels = []string{"local-exec", "initial-exec", "indirect", "auto"}
+
+// Spec declares vptrace's parameters.
+func (Preset) Spec() rules.PresetSpec {
+	return rules.PresetSpec{
+		Name: "vptrace",
+		Doc:  "virtual-page access tracing: record which pages each thread touches",
+		Params: []rules.ParamSpec{
+			rules.FloatParam("threshold", 0, 0, 1,
+				"T: instrument blocks whose loop score is >= T (0 instruments every block)"),
+			rules.SizeParam("pagesize", 4096, 16, 1<<30, "sizeexp",
+				"H: estimated page size; an access within H bytes of an already traced one in the same block may be skipped"),
+			rules.BoolParam("usestack", false,
+				"trace rsp/rbp-based (stack) accesses too"),
+			rules.EnumParam("tls", "auto", tlsModels,
+				"TLS access model of the per-site slots: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up, indirect into any (dlopen'ed too), auto: local-exec where the object shows it is for an executable, else indirect"),
+			rules.BoolParam("exact", false,
+				"skip no access as same-page: trace every memory access of the selected blocks"),
+		},
+	}
 }
 
-// New returns the vptrace preset.
-func New() *Preset { return &Preset{states: make(map[*ibr.Object]*objState)} }
+// Runtime names the tracing runtime the inserted code calls (ABI.md).
+func (Preset) Runtime() preset.Runtime {
+	return preset.Runtime{Shared: "libvptrace.so", Static: "libvptrace.a", Libs: []string{"-lpthread"}}
+}
 
 // tlsModel is how inserted code reaches the object's per-thread slots
 // (ABI.md, "Per-thread last-page slots").
@@ -65,7 +88,8 @@ func (m tlsModel) String() string {
 	return [...]string{"local-exec", "initial-exec", "indirect"}[m]
 }
 
-// objState is what the preset accumulates for one object.
+// objState is the session of one object: what the preset accumulates
+// for it.
 type objState struct {
 	o        *ibr.Object
 	id       uint64
@@ -88,7 +112,7 @@ type objState struct {
 // that selects functions of o. Rules that leave tls at auto take what an
 // explicit one asks for; two rules that ask for different models are an
 // error naming both (every other parameter may differ from rule to rule).
-func (p *Preset) Begin(o *ibr.Object, params []rules.Params) error {
+func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
 	model, from := "", ""
 	for _, ps := range params {
 		m := ps.String("tls")
@@ -96,27 +120,19 @@ func (p *Preset) Begin(o *ibr.Object, params []rules.Params) error {
 			continue
 		}
 		if model != "" && m != model {
-			return fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (indirect links into executables and shared libraries alike)",
+			return nil, fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (indirect links into executables and shared libraries alike)",
 				from, model, ps.Origin(), m)
 		}
 		model, from = m, ps.Origin()
 	}
-	_, err := p.state(o, model)
-	return err
+	return begin(o, model)
 }
 
 // Apply selects and instruments the sites of funcs with the parameters of
 // their rule.
-func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, warn func(string)) error {
-	tls := params.String("tls")
-	if tls == "auto" {
-		tls = ""
-	}
-	st, err := p.state(o, tls)
-	if err != nil {
-		return err
-	}
-	if tls != "" && tls != st.tls.String() {
+func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+	o := st.o
+	if tls := params.String("tls"); tls != "auto" && tls != st.tls.String() {
 		// (Begin rules this out; a caller that skips it learns here.)
 		return fmt.Errorf("vptrace: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, st.tls)
 	}
@@ -160,17 +176,11 @@ func (p *Preset) Apply(o *ibr.Object, funcs []*ibr.Func, params rules.Params, wa
 	return nil
 }
 
-// state returns the object's state, setting it up on first use: analyses,
-// TLS model (tls: "local-exec", "initial-exec", "indirect", or "" to
-// choose from the object), and the symbols the inserted code refers to
-// (added before any code refers to symbols by index, since local symbols
-// renumber).
-func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if st := p.states[o]; st != nil {
-		return st, nil
-	}
+// begin sets up the session of one object: analyses, TLS model (tls:
+// "local-exec", "initial-exec", "indirect", or "" to choose from the
+// object), and the symbols the inserted code refers to (added before any
+// code refers to symbols by index, since local symbols renumber).
+func begin(o *ibr.Object, tls string) (*objState, error) {
 	f := o.File
 	if f.SymtabNdx == 0 {
 		return nil, fmt.Errorf("vptrace: the object has no symbol table")
@@ -216,7 +226,6 @@ func (p *Preset) state(o *ibr.Object, tls string) (*objState, error) {
 	if st.tls == indirect {
 		local(st.sym("slotsetup"), elf.STT_FUNC, st.secText)
 	}
-	p.states[o] = st
 	return st, nil
 }
 
@@ -254,19 +263,8 @@ func isPIC(f *elfobj.File) bool {
 }
 
 // Finish writes the object's site table, TLS slots and registration
-// constructor. The rewrite pipeline calls it after every rule ran.
-func (p *Preset) Finish(o *ibr.Object) error {
-	p.mu.Lock()
-	st := p.states[o]
-	delete(p.states, o)
-	p.mu.Unlock()
-	if st == nil {
-		return nil
-	}
-	return st.finish()
-}
-
-func (st *objState) finish() error {
+// constructor, after every rule ran.
+func (st *objState) Finish() error {
 	f := st.o.File
 	n := len(st.sites)
 	name := st.strs.add(st.o.Name)

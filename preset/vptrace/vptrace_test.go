@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"hijack/internal/testutil"
+	"hijack/preset"
 	"hijack/preset/vptrace"
 	"hijack/rewrite"
 	"hijack/rules"
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 
 func instrument(t *testing.T, obj string, settings ...string) string {
 	t.Helper()
-	rf, err := rules.Default(rules.DefaultRegistry(), "vptrace", settings...)
+	rf, err := rules.Default(preset.Set{vptrace.Preset{}}.Registry(), "vptrace", settings...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func instrument(t *testing.T, obj string, settings ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := rewrite.Rewrite(filepath.Base(obj), data, rf, rewrite.Presets{"vptrace": vptrace.New()}, func(w string) { t.Logf("warning: %s", w) })
+	out, _, err := rewrite.Rewrite(filepath.Base(obj), data, rf, preset.Set{vptrace.Preset{}}, func(w string) { t.Logf("warning: %s", w) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +341,12 @@ long f2(long n) { long s = 0; for (long i = 0; i < n; i++) s += b[i * 7 % 1000];
 `, "-O2", "-fno-PIC", "-fno-pie")
 	const head = "version: 1\nrules:\n  - preset: vptrace\n    functions: [f1]\n    params: {tls: initial-exec, exact: true}\n  - preset: vptrace\n    functions: [f2]\n"
 	rewriteWith := func(yaml string) (string, error) {
-		rf, err := rules.Parse("r.yaml", []byte(yaml), rules.DefaultRegistry())
+		rf, err := rules.Parse("r.yaml", []byte(yaml), preset.Set{vptrace.Preset{}}.Registry())
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := os.ReadFile(obj)
-		out, _, err := rewrite.Rewrite("two.o", data, rf, rewrite.Presets{"vptrace": vptrace.New()}, nil)
+		out, _, err := rewrite.Rewrite("two.o", data, rf, preset.Set{vptrace.Preset{}}, nil)
 		if err != nil {
 			return "", err
 		}

@@ -75,13 +75,12 @@ func ParseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-// rulesFor returns the rules of a configuration: the vptrace preset over
+// rulesFor returns the rules (presets of reg) of a configuration: the vptrace preset over
 // every function with the extra parameters and the configuration's, or,
 // with a rules file, that file with them set (rules.File.Override: on
 // every rule whose preset has the parameter, the configuration's last so
 // that they win).
-func rulesFor(c Config, rulesFile string, rulesData []byte, extra []string) (*rules.File, error) {
-	reg := rules.DefaultRegistry()
+func rulesFor(reg rules.Registry, c Config, rulesFile string, rulesData []byte, extra []string) (*rules.File, error) {
 	settings := append([]string(nil), extra...)
 	set := c.params()
 	for _, k := range []string{"threshold", "pagesize", "exact"} {

@@ -24,7 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"hijack/preset/vptrace"
+	"hijack/preset"
+	"hijack/preset/all"
 	"hijack/rewrite"
 )
 
@@ -52,8 +53,9 @@ type Options struct {
 	Timeout time.Duration // per run (0: none)
 	Keep    bool          // keep the work directory (builds, the reference trace)
 	Dir     string        // where link and run commands run (default: the current directory)
-	// Presets returns the preset implementations (default: vptrace).
-	Presets func() rewrite.Presets
+	// Presets are the preset implementations rules may use (default:
+	// all of hijack's).
+	Presets preset.Set
 	// Progress gets one line per run, and a few more.
 	Progress io.Writer
 	// Title names the workload in plots (default: the run command).
@@ -231,7 +233,7 @@ func newExperiment(o Options) (*experiment, error) {
 		return nil, usageErr("no output directory (--out)")
 	}
 	if o.Presets == nil {
-		o.Presets = func() rewrite.Presets { return rewrite.Presets{"vptrace": vptrace.New()} }
+		o.Presets = all.Presets()
 	}
 	e := &experiment{o: o, rep: &Report{}, warned: map[string]bool{}, progress: o.Progress}
 	if e.progress == nil {
@@ -257,7 +259,7 @@ func newExperiment(o Options) (*experiment, error) {
 	// Check every configuration's rules before building anything: errors
 	// of a rules file name it; without one, they are in --param.
 	for _, c := range e.configs() {
-		if _, err := rulesFor(c, o.Rules, e.rulesData, o.Params); err != nil {
+		if _, err := rulesFor(o.Presets.Registry(), c, o.Rules, e.rulesData, o.Params); err != nil {
 			if o.Rules == "" {
 				return nil, usageErr("--param: %v", err)
 			}
@@ -516,7 +518,7 @@ func (e *experiment) title() string {
 
 // instrument rewrites the objects for a configuration and links them.
 func (e *experiment) instrument(c Config) (*build, error) {
-	rf, err := rulesFor(c, e.o.Rules, e.rulesData, e.o.Params)
+	rf, err := rulesFor(e.o.Presets.Registry(), c, e.o.Rules, e.rulesData, e.o.Params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", c, err)
 	}
@@ -527,7 +529,7 @@ func (e *experiment) instrument(c Config) (*build, error) {
 	res := &Result{Config: c}
 	var objs []string
 	seen := map[string]int{}
-	ps := e.o.Presets()
+	ps := e.o.Presets
 	for _, in := range e.o.Objects {
 		data, err := readFile(e.abs(in), in)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"hijack/preset/all"
 	"hijack/rules"
 )
 
@@ -339,7 +340,7 @@ rules:
   - preset: vptrace
     functions: ["main"]
 `)
-	rf, err := rulesFor(Config{Threshold: 0.5, PageSize: 1024}, "rules.yaml", src, []string{"usestack=true"})
+	rf, err := rulesFor(all.Presets().Registry(), Config{Threshold: 0.5, PageSize: 1024}, "rules.yaml", src, []string{"usestack=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ rules:
 	if !rf.Rules[0].Matches("work_fill") || rf.Rules[0].Matches("main") {
 		t.Error("the functions of the rule changed")
 	}
-	rf, err = rulesFor(Config{Exact: true}, "", nil, []string{"usestack=true"})
+	rf, err = rulesFor(all.Presets().Registry(), Config{Exact: true}, "", nil, []string{"usestack=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ rules:
 	// Other presets' rules stay as they are, but for parameters they
 	// declare themselves.
 	mixed := []byte("version: 1\nrules:\n  - preset: pad\n    functions: [init]\n    params: {seed: 7}\n  - preset: vptrace\n    params: {pagesize: 2M}\n")
-	rf, err = rulesFor(Config{Threshold: 1, PageSize: 8192}, "mixed.yaml", mixed, []string{"maxlen=3"})
+	rf, err = rulesFor(all.Presets().Registry(), Config{Threshold: 1, PageSize: 8192}, "mixed.yaml", mixed, []string{"maxlen=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,10 +376,10 @@ rules:
 	if p := rf.Rules[1].Params; p.Float("threshold") != 1 || p.Size("pagesize") != 8192 {
 		t.Errorf("vptrace rule: %s", p.Canonical())
 	}
-	if _, err := rulesFor(Config{Threshold: 0}, "r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n"), nil); err == nil {
+	if _, err := rulesFor(all.Presets().Registry(), Config{Threshold: 0}, "r.yaml", []byte("version: 1\nrules:\n  - preset: pad\n"), nil); err == nil {
 		t.Error("a rules file without vptrace rules was accepted")
 	}
-	if _, err := rulesFor(Config{Threshold: 0, PageSize: 4096}, "", nil, []string{"bogus=1"}); err == nil {
+	if _, err := rulesFor(all.Presets().Registry(), Config{Threshold: 0, PageSize: 4096}, "", nil, []string{"bogus=1"}); err == nil {
 		t.Error("an unknown parameter was accepted")
 	}
 }

@@ -2,9 +2,10 @@ package rules
 
 import "math"
 
-// DefaultRegistry returns a fresh registry of the presets hijack knows today:
-// pad, vptrace and clobber. Callers may add to or change the returned map.
-func DefaultRegistry() Registry {
+// hijackLike is the registry the tests parse against: presets shaped
+// like hijack's own (pad, vptrace, clobber; the rules package knows none
+// of them, preset/all has the real ones).
+func hijackLike() Registry {
 	r := Registry{}
 	for _, p := range []PresetSpec{
 		{
