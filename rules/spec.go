@@ -284,12 +284,19 @@ func (ps ParamSpec) wantExp() string {
 	return fmt.Sprintf("an integer in [%d, %d] (%s = 1<<%s)", log2(ps.IntMin), log2(ps.IntMax), ps.Name, ps.ExpAlias)
 }
 
-// Help renders the registry as plain text: every preset, its parameters,
-// their kinds, accepted values, defaults and docs.
-func (r Registry) Help() string {
+// Help renders the presets named (all, sorted, if none are) as plain
+// text: each preset, its parameters, their kinds, accepted values,
+// defaults and docs.
+func (r Registry) Help(names ...string) string {
+	if len(names) == 0 {
+		names = r.Names()
+	}
 	var b strings.Builder
-	for i, name := range r.Names() {
-		p := r[name]
+	for i, name := range names {
+		p, ok := r[name]
+		if !ok {
+			continue
+		}
 		if i > 0 {
 			b.WriteByte('\n')
 		}

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"hijack/preset"
 	"hijack/preset/all"
 	"hijack/rules"
 	"hijack/vptrace/trace"
@@ -25,9 +26,9 @@ func helpTopics() map[string]func() string {
 		"report":  text(reportUsage),
 		"heatmap": text(heatmapUsage),
 		"tune":    text(tuneUsage),
-		"rules":   func() string { return rulesHelp + "\n" + all.Presets().Registry().Help() },
+		"rules":   func() string { return rulesHelp + "\n" + presetsHelp() },
 		"presets": func() string {
-			return "Presets and their parameters (rules files: hijack help rules):\n\n" + all.Presets().Registry().Help()
+			return "Presets and their parameters (rules files: hijack help rules):\n\n" + presetsHelp()
 		},
 		"files": text(filesHelp),
 	}
@@ -142,3 +143,22 @@ output that is a character device or fifo (cc -c t.c -o /dev/null, the
 compiler probe of many build systems) is compiled into a temporary file,
 rewritten, and written into it.
 `
+
+// presetsHelp describes every preset of this build: its parameters, and
+// the runtime hijack cc links when rules use it.
+func presetsHelp() string {
+	ps := all.Presets()
+	reg := ps.Registry()
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(reg.Help(p.Spec().Name))
+		if wr, ok := p.(preset.WithRuntime); ok {
+			rt := wr.Runtime()
+			fmt.Fprintf(&b, "  runtime: %s (%s and %s for -static: hijack cc links it)\n", rt.Shared, rt.Static, strings.Join(rt.Libs, " "))
+		}
+	}
+	return b.String()
+}

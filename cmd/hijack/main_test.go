@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"hijack/internal/testutil"
+	"hijack/preset"
+	"hijack/preset/all"
 )
 
 // TestCommandLine: the exit-status scheme (0 ok, 1 bad input, 2 usage),
@@ -101,5 +103,30 @@ func TestParamOverRules(t *testing.T) {
 	if bytes.Equal(outs["file"], outs["override"]) || !bytes.Equal(outs["override"], outs["preset"]) {
 		t.Errorf("--param seed=2 over a rules file with seed 1 was not applied (file==override %v, override==preset %v)",
 			bytes.Equal(outs["file"], outs["override"]), bytes.Equal(outs["override"], outs["preset"]))
+	}
+}
+
+// TestHelpPresets: `hijack help presets` is generated from the presets of
+// the build: every preset with its doc, every parameter key, and the
+// runtime hijack cc links for the presets that have one.
+func TestHelpPresets(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if st := run([]string{"help", "presets"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("help presets: status %d: %s", st, stderr.String())
+	}
+	help := stdout.String()
+	for _, p := range all.Presets() {
+		spec := p.Spec()
+		if !strings.Contains(help, "\n"+spec.Name+": "+spec.Doc+"\n") {
+			t.Errorf("no entry for preset %s", spec.Name)
+		}
+		for _, ps := range spec.Params {
+			if !strings.Contains(help, "\n  "+ps.Name) || !strings.Contains(help, ps.Doc) {
+				t.Errorf("preset %s: parameter %s missing", spec.Name, ps.Name)
+			}
+		}
+		if wr, ok := p.(preset.WithRuntime); ok && !strings.Contains(help, "runtime: "+wr.Runtime().Shared+" ("+wr.Runtime().Static) {
+			t.Errorf("preset %s: runtime %s not shown", spec.Name, wr.Runtime().Shared)
+		}
 	}
 }
