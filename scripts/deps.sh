@@ -22,7 +22,7 @@ PKGS=(
 # the real-world suite (scripts/realworld/): the short set (bzip2, zstd), all
 RW_SHORT_PKGS=(libbz2-dev libzstd-dev python3 file)
 RW_PKGS=(liblzma-dev libpcre2-dev libjq-dev libonig-dev libxml2-dev libfmt-dev libre2-dev
-	libgtest-dev libgmock-dev cmake autoconf automake libtool pkg-config)
+	libgtest-dev libgmock-dev unicode-data python3-six cmake autoconf automake libtool pkg-config)
 for a in "$@"; do
 	case $a in
 	--realworld=short) PKGS+=("${RW_SHORT_PKGS[@]}") ;;
