@@ -1,0 +1,121 @@
+package kit
+
+import (
+	"fmt"
+
+	"hijack/snippet"
+)
+
+// TLSModel is how inserted code reaches per-thread data of its object.
+type TLSModel uint8
+
+const (
+	// LocalExec: the data is in the executable's static TLS block, at an
+	// offset from the thread pointer the linker fixes
+	// (R_X86_64_TPOFF32). Executables only.
+	LocalExec TLSModel = iota
+	// InitialExec: the data is in the static TLS block, at an offset the
+	// loader puts into a GOT entry (R_X86_64_GOTTPOFF): executables, and
+	// libraries loaded at start-up. A dlopen'ed library gets static TLS
+	// only from glibc's small surplus (1664 bytes by default).
+	InitialExec
+	// Indirect: one initial-exec TLS word (8 bytes, however many slots)
+	// holds the address of this thread's slot array, which the runtime
+	// maps on the thread's first use: any executable or library,
+	// dlopen'ed ones too.
+	Indirect
+)
+
+var tlsModels = [...]string{"local-exec", "initial-exec", "indirect"}
+
+// String returns the model's name: local-exec, initial-exec or indirect.
+func (m TLSModel) String() string {
+	if int(m) < len(tlsModels) {
+		return tlsModels[m]
+	}
+	return fmt.Sprintf("TLSModel(%d)", uint8(m))
+}
+
+// ParseTLSModel returns the model String names.
+func ParseTLSModel(s string) (TLSModel, error) {
+	for m, name := range tlsModels {
+		if s == name {
+			return TLSModel(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown TLS model %q (local-exec, initial-exec or indirect)", s)
+}
+
+// Slots is an array of 8-byte per-thread slots of an object, which its
+// inserted code reads and writes (a last value per site, say).
+type Slots struct {
+	Model TLSModel
+	// Sym names the object's TLS symbol: the slot array (LocalExec,
+	// InitialExec), or the word that holds the address of this thread's
+	// array (Indirect). Its size is Size.
+	Sym string
+	// Setup names, for Indirect, the function inserted code calls while
+	// the word is 0, on its thread's first write: it must make the word
+	// point to a zeroed array for the thread, and keep every register and
+	// the flags. It is called directly (R_X86_64_PLT32): a local
+	// function of the object.
+	Setup string
+}
+
+// Size returns the size of the TLS storage Sym names for n slots (at least
+// one slot: an empty TLS symbol is still an address).
+func (s Slots) Size(n int) uint64 {
+	if s.Model == Indirect {
+		return 8 // the word; the runtime maps the slots
+	}
+	return uint64(8 * max(n, 1))
+}
+
+// At returns the memory operand of slot k, first loading into u (a scratch
+// register; none for LocalExec) what the model needs: for InitialExec the
+// slots' offset from the thread pointer (from the GOT), for Indirect this
+// thread's slot array. An Indirect write (write true) first has the
+// array mapped if the thread has none yet: it tests the word, which
+// changes the flags, and calls Setup, stepping over the red zone unless
+// the code already did (stepped). An Indirect read must follow a write
+// of the same slot by the same thread, which mapped the array.
+func (s Slots) At(b *Builder, k int, u snippet.Reg, write, stepped bool) snippet.Operand {
+	switch s.Model {
+	case InitialExec:
+		b.MovQ(snippet.GOTTPOFF(s.Sym), u)
+		return snippet.Mem(u, int32(8*k)).Seg(snippet.FS)
+	case Indirect:
+		if write {
+			s.array(b, u, stepped)
+		} else {
+			b.MovQ(snippet.GOTTPOFF(s.Sym), u)
+			b.MovQ(snippet.Mem(u, 0).Seg(snippet.FS), u)
+		}
+		return snippet.Mem(u, int32(8*k))
+	}
+	return snippet.TPOFF(s.Sym, int64(8*k))
+}
+
+// array loads into u this thread's slot array from the TLS word; while
+// the word is 0 it calls Setup and loads again:
+//
+//	1: mov sym@gottpoff(%rip),u; mov %fs:(u),u; test u,u; jnz 2f
+//	   lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; jmp 1b
+//	2:
+func (s Slots) array(b *Builder, u snippet.Reg, stepped bool) {
+	load, ok := b.label("slots"), b.label("slotsok")
+	b.Label(load)
+	b.MovQ(snippet.GOTTPOFF(s.Sym), u)
+	b.MovQ(snippet.Mem(u, 0).Seg(snippet.FS), u)
+	b.TestQ(u, u)
+	b.Jcc(snippet.CondNE, ok)
+	if !stepped {
+		b.LeaQ(snippet.Mem(snippet.RSP, -RedZone), snippet.RSP)
+	}
+	b.CallSym(s.Setup)
+	if !stepped {
+		b.LeaQ(snippet.Mem(snippet.RSP, RedZone), snippet.RSP)
+	}
+	b.Jmp(load)
+	b.Label(ok)
+}
