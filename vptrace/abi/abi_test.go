@@ -17,6 +17,8 @@ var records = []struct {
 	{reflect.TypeFor[Object](), ObjectSize},
 	{reflect.TypeFor[Site](), SiteSize},
 	{reflect.TypeFor[Event](), EventSize},
+	{reflect.TypeFor[Blocks](), BlocksSize},
+	{reflect.TypeFor[Block](), BlockSize},
 }
 
 // TestLayout: every record's Go layout is its byte layout: no padding
@@ -37,6 +39,11 @@ func TestLayout(t *testing.T) {
 	if f, _ := reflect.TypeFor[Site]().FieldByName("Kind"); f.Offset != SiteKindOff {
 		t.Errorf("Kind at %d, want %d", f.Offset, SiteKindOff)
 	}
+	for name, off := range map[string]uintptr{"TPOff": BlocksTPOffOff, "BlocksRel": BlocksBlocksRelOff, "StrsRel": BlocksStrsRelOff} {
+		if f, _ := reflect.TypeFor[Blocks]().FieldByName(name); f.Offset != off {
+			t.Errorf("Blocks.%s at %d, want %d", name, f.Offset, off)
+		}
+	}
 }
 
 // fill sets every field of the struct v points to from rng.
@@ -49,6 +56,8 @@ func fill(v reflect.Value, rng *rand.Rand) {
 			f.SetUint(rng.Uint64())
 		case reflect.Int32:
 			f.SetInt(int64(int32(rng.Uint32())))
+		case reflect.Int64:
+			f.SetInt(int64(rng.Uint64()))
 		default:
 			panic("field kind " + f.Kind().String())
 		}
@@ -63,9 +72,13 @@ func TestMarshal(t *testing.T) {
 		var o Object
 		var s Site
 		var e Event
+		var bs Blocks
+		var bl Block
 		fill(reflect.ValueOf(&o), rng)
 		fill(reflect.ValueOf(&s), rng)
 		fill(reflect.ValueOf(&e), rng)
+		fill(reflect.ValueOf(&bs), rng)
+		fill(reflect.ValueOf(&bl), rng)
 		for _, c := range []struct {
 			v         any
 			marshal   []byte
@@ -74,6 +87,8 @@ func TestMarshal(t *testing.T) {
 			{o, o.Marshal(), func(b []byte) (any, error) { return UnmarshalObject(b) }},
 			{s, s.Marshal(), func(b []byte) (any, error) { return UnmarshalSite(b) }},
 			{e, e.Marshal(), func(b []byte) (any, error) { return UnmarshalEvent(b) }},
+			{bs, bs.Marshal(), func(b []byte) (any, error) { return UnmarshalBlocks(b) }},
+			{bl, bl.Marshal(), func(b []byte) (any, error) { return UnmarshalBlock(b) }},
 		} {
 			var want bytes.Buffer
 			if err := binary.Write(&want, binary.LittleEndian, c.v); err != nil {
@@ -109,6 +124,24 @@ func TestKnownBytes(t *testing.T) {
 		"\x02\x00\x00\x00" + "\xe8\xff\xff\x05" + "\x60\xe3\x16\x00")
 	if got := s.Marshal(); !bytes.Equal(got, want) {
 		t.Errorf("site\n% x\nwant\n% x", got, want)
+	}
+}
+
+// TestKnownBytesBlocks pins a blockcount descriptor and a block record to
+// the bytes of ABI.md's layout, written out by hand.
+func TestKnownBytesBlocks(t *testing.T) {
+	d := Blocks{Magic: BlocksMagic, Version: BlocksVersion, NBlocks: 3, NStrs: 17, TPOff: -0x40,
+		BlocksRel: 24, StrsRel: 68, Name: 1, ID: 0x0102030405060708}
+	want := []byte("HJBC" + "\x01\x00" + "\x00\x00" + "\x03\x00\x00\x00" + "\x11\x00\x00\x00" +
+		"\xc0\xff\xff\xff\xff\xff\xff\xff" + "\x18\x00\x00\x00" + "\x44\x00\x00\x00" +
+		"\x01\x00\x00\x00" + "\x00\x00\x00\x00" + "\x08\x07\x06\x05\x04\x03\x02\x01")
+	if got := d.Marshal(); !bytes.Equal(got, want) {
+		t.Errorf("descriptor\n% x\nwant\n% x", got, want)
+	}
+	b := Block{Func: 7, Off: 0x1c, Score: 2500000, LoopDepth: 2, Insns: 5}
+	want = []byte("\x07\x00\x00\x00" + "\x1c\x00\x00\x00" + "\xa0\x25\x26\x00" + "\x02\x00" + "\x05\x00")
+	if got := b.Marshal(); !bytes.Equal(got, want) {
+		t.Errorf("block\n% x\nwant\n% x", got, want)
 	}
 }
 
@@ -162,6 +195,25 @@ func TestCheck(t *testing.T) {
 		{Magic: Magic, Version: Version, NSites: MaxSites},
 		{Magic: Magic, Version: Version, NStrs: MaxStrs},
 		{Magic: Magic, Version: Version, Name: 4, NStrs: 4},
+	} {
+		if bad.Check() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func TestCheckBlocks(t *testing.T) {
+	good := Blocks{Magic: BlocksMagic, Version: BlocksVersion, NBlocks: 1, Name: 1, NStrs: 4}
+	if err := good.Check(); err != nil {
+		t.Errorf("good descriptor: %v", err)
+	}
+	for _, bad := range []Blocks{
+		{Magic: BlocksMagic + 1, Version: BlocksVersion},
+		{Magic: Magic, Version: BlocksVersion},
+		{Magic: BlocksMagic, Version: BlocksVersion + 1},
+		{Magic: BlocksMagic, Version: BlocksVersion, NBlocks: MaxBlocks},
+		{Magic: BlocksMagic, Version: BlocksVersion, NStrs: MaxStrs},
+		{Magic: BlocksMagic, Version: BlocksVersion, Name: 4, NStrs: 4},
 	} {
 		if bad.Check() == nil {
 			t.Errorf("%+v accepted", bad)

@@ -37,6 +37,8 @@ var cStructs = []struct {
 	{"vpt_object", reflect.TypeFor[Object]()},
 	{"vpt_site", reflect.TypeFor[Site]()},
 	{"vpt_event", reflect.TypeFor[Event]()},
+	{"vpt_blocks", reflect.TypeFor[Blocks]()},
+	{"vpt_block", reflect.TypeFor[Block]()},
 }
 
 // vecCheck and dynCheck mark constants that the C side has as field
@@ -92,21 +94,40 @@ var cConsts = []struct {
 	{"VecCountShift", vecCheck, VecCountShift},
 	{"VecMaskShift", vecCheck, VecMaskShift},
 	{"VecMasked", vecCheck, uint64(VecMasked)},
+	{"BlocksMagic", "VPT_BLOCKS_MAGIC", uint64(BlocksMagic)},
+	{"BlocksVersion", "VPT_BLOCKS_VERSION", uint64(BlocksVersion)},
+	{"BlocksSize", "sizeof(struct vpt_blocks)", BlocksSize},
+	{"BlockSize", "sizeof(struct vpt_block)", BlockSize},
+	{"MaxBlocks", "VPT_MAX_BLOCKS", MaxBlocks},
+	{"BlocksTPOffOff", "offsetof(struct vpt_blocks, tpoff)", BlocksTPOffOff},
+	{"BlocksBlocksRelOff", "offsetof(struct vpt_blocks, blocks_rel)", BlocksBlocksRelOff},
+	{"BlocksStrsRelOff", "offsetof(struct vpt_blocks, strs_rel)", BlocksStrsRelOff},
 }
 
-// TestCConstsComplete: every exported constant declared in abi.go is in
+// TestCConstsComplete: every exported constant the package declares is in
 // cConsts (a new one needs its C name, or noC).
 func TestCConstsComplete(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "abi.go", nil, 0)
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var decls []ast.Decl
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
 	}
 	listed := map[string]bool{}
 	for _, c := range cConsts {
 		listed[c.name] = true
 	}
 	n := 0
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
 			continue
@@ -124,7 +145,7 @@ func TestCConstsComplete(t *testing.T) {
 		}
 	}
 	if n != len(cConsts) {
-		t.Errorf("abi.go declares %d exported constants, cConsts lists %d", n, len(cConsts))
+		t.Errorf("the package declares %d exported constants, cConsts lists %d", n, len(cConsts))
 	}
 }
 

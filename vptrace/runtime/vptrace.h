@@ -221,6 +221,55 @@ void vpt_rep(void);
 void vpt_range(void);
 #endif
 
+/* ---- ABI with blockcount objects (ABI.md "blockcount") --------------------- */
+
+/* An object of the blockcount preset carries a section .blockcount
+ * (SHF_ALLOC|SHF_WRITE, align 8): a struct vpt_blocks, nblocks struct
+ * vpt_block, a string table. Each thread counts the executions of its
+ * blocks in a static TLS array of nblocks+1 uint64_t at thread pointer +
+ * tpoff: word 0 is set to 1 once the thread is registered with the
+ * runtime (vpt_blocks_thread), word 1+k counts block k. */
+#define VPT_BLOCKS_MAGIC   0x43424a48u /* "HJBC" */
+#define VPT_BLOCKS_VERSION 1
+#define VPT_MAX_BLOCKS     (1u << 24)  /* nblocks is below; nstrs below VPT_MAX_STRS */
+
+#ifndef __ASSEMBLER__
+struct vpt_blocks {        /* 48 bytes, in section .blockcount */
+	uint32_t magic;        /* VPT_BLOCKS_MAGIC */
+	uint16_t version;      /* VPT_BLOCKS_VERSION */
+	uint16_t flags;        /* 0 */
+	uint32_t nblocks;
+	uint32_t nstrs;        /* bytes in strs */
+	int64_t tpoff;         /* the counters - thread pointer: R_X86_64_TPOFF64 (executables),
+	                          or stored by the constructor; 0: not known yet */
+	int32_t blocks_rel;    /* blocks[0] - &blocks_rel */
+	int32_t strs_rel;      /* string table - &strs_rel */
+	uint32_t name;         /* object file name (offset in strs) */
+	uint32_t reserved;     /* 0 */
+	uint64_t id;           /* FNV-1a of the original object */
+};
+
+struct vpt_block {         /* 16 bytes */
+	uint32_t func;         /* function name (offset in strs) */
+	uint32_t off;          /* the block's first instruction from the function start (original object) */
+	uint32_t score;        /* static loop score * 1e6 */
+	uint16_t loop_depth;
+	uint16_t insns;        /* instructions in the block (at most 65535) */
+};
+
+/* From the constructor and the destructor (priority 0) hijack emits into
+ * every blockcount object. Plain C, idempotent. vpt_blocks_unregister
+ * writes every thread's counts of the object to the trace before it goes. */
+void vpt_blocks_register(const struct vpt_blocks *blocks);
+void vpt_blocks_unregister(const struct vpt_blocks *blocks);
+/* Called by instrumented code when the thread's word 0 is 0, with the
+ * special convention of the vpt_slow_* stubs (`call *vpt_blocks_thread@
+ * GOTPCREL(%rip); nopl desc(%rip)`, red zone stepped over, everything
+ * preserved): registers the thread's counters and sets word 0. Not
+ * callable from C. */
+void vpt_blocks_thread(void);
+#endif
+
 /* ---- trace file constants (vptrace/FORMAT.md) ------------------------------ */
 
 /* HEADER flags */
