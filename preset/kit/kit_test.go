@@ -586,3 +586,29 @@ func TestDispRel(t *testing.T) {
 		}
 	}
 }
+
+func TestMayBeShared(t *testing.T) {
+	load := []byte{0x8b, 0x05, 0, 0, 0, 0} // mov sym(%rip),%eax
+	tests := []struct {
+		name   string
+		relocs []reloc
+		want   bool
+	}{
+		{"no relocations", nil, true},
+		{"absolute address", []reloc{{2, elf.R_X86_64_32S, "g", 0}}, false},
+		{"local-exec TLS", []reloc{{2, elf.R_X86_64_TPOFF32, "t", 0}}, false},
+		{"PC-relative to global data (-fPIE)", []reloc{{2, elf.R_X86_64_PC32, "g", -4}}, false},
+		{"PC-relative to local data", []reloc{{2, elf.R_X86_64_PC32, "x", -4}}, true},
+		{"through the GOT (-fPIC)", []reloc{{2, elf.R_X86_64_REX_GOTPCRELX, "g", -4}}, true},
+		{"call through the PLT", []reloc{{2, elf.R_X86_64_PLT32, "h", -4}}, true},
+		{"dynamic TLS first", []reloc{{2, elf.R_X86_64_TLSGD, "t", -4}, {2, elf.R_X86_64_32S, "g", 0}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newObject(t, []fn{{"f", cat(load, ret)}}, tc.relocs)
+			if got := kit.MayBeShared(o.File); got != tc.want {
+				t.Errorf("MayBeShared = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

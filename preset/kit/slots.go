@@ -1,8 +1,10 @@
 package kit
 
 import (
+	"debug/elf"
 	"fmt"
 
+	"hijack/elfobj"
 	"hijack/snippet"
 )
 
@@ -118,4 +120,36 @@ func (s Slots) array(b *Builder, u snippet.Reg, stepped bool) {
 	}
 	b.Jmp(load)
 	b.Label(ok)
+}
+
+// MayBeShared reports whether the object f may end up in a shared
+// library, which LocalExec cannot link into: unless f shows that it was
+// compiled for an executable only, it may. Evidence for an executable:
+// absolute 32-bit addresses (non-PIC code), local-exec TLS, or
+// PC-relative references from code to global data of default visibility,
+// which a shared library could not bind locally (gcc -fPIE). Objects with
+// none of them (functions that only use their arguments) may go anywhere.
+// Call it before adding code: it reads the code's relocations.
+func MayBeShared(f *elfobj.File) bool {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		for _, r := range s.Relocs {
+			sym := &f.Symbols[r.Sym]
+			switch r.Type {
+			case elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_DTPOFF32:
+				return true
+			case elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_TPOFF32:
+				return false
+			case elf.R_X86_64_PC32:
+				if sym.Bind() != elf.STB_LOCAL && elf.ST_VISIBILITY(sym.Other) == elf.STV_DEFAULT && sym.Type() != elf.STT_FUNC && sym.Type() != elf.STT_SECTION {
+					if sym.Shndx == elfobj.ShnUndef || sym.Type() == elf.STT_OBJECT || sym.Type() == elf.STT_NOTYPE {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
 }
