@@ -463,7 +463,8 @@ func DecodeStatus(p []byte) (*Status, error) {
 }
 
 // Decode decodes a chunk's payload into *Header, *Object, *ThreadStart,
-// *ThreadExit, *Agg, *Raw, *Note, *End or *Status. Unknown types return (nil, nil):
+// *ThreadExit, *Agg, *Raw, *Note, *End, *Status, *BlockObject or
+// *BlockCounts. Unknown types return (nil, nil):
 // newer minor versions may add chunk types, which readers skip.
 func Decode(typ ChunkType, p []byte) (any, error) {
 	switch typ {
@@ -485,6 +486,10 @@ func Decode(typ ChunkType, p []byte) (any, error) {
 		return DecodeEnd(p)
 	case ChunkStatus:
 		return DecodeStatus(p)
+	case ChunkBlocks:
+		return DecodeBlockObject(p)
+	case ChunkCounts:
+		return DecodeBlockCounts(p)
 	}
 	return nil, nil
 }

@@ -24,7 +24,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 1
+	Minor      = 2
 	PageShift  = abi.PageShift
 	PageSize   = abi.PageSize
 
@@ -38,15 +38,17 @@ type ChunkType uint16
 
 // Chunk types.
 const (
-	ChunkHeader     ChunkType = 1 // Header; the first chunk of every file
-	ChunkObject     ChunkType = 2 // Object: an instrumented object's site table
-	ChunkThread     ChunkType = 3 // ThreadStart
-	ChunkThreadExit ChunkType = 4 // ThreadExit
-	ChunkAgg        ChunkType = 5 // Agg: per-thread page aggregates for an interval
-	ChunkRaw        ChunkType = 6 // Raw: one thread's events, not aggregated
-	ChunkNote       ChunkType = 7 // Note
-	ChunkEnd        ChunkType = 8 // End: the process finished writing (more chunks may follow)
-	ChunkStatus     ChunkType = 9 // Status: the file's write status (1.1), rewritten in place
+	ChunkHeader     ChunkType = 1  // Header; the first chunk of every file
+	ChunkObject     ChunkType = 2  // Object: an instrumented object's site table
+	ChunkThread     ChunkType = 3  // ThreadStart
+	ChunkThreadExit ChunkType = 4  // ThreadExit
+	ChunkAgg        ChunkType = 5  // Agg: per-thread page aggregates for an interval
+	ChunkRaw        ChunkType = 6  // Raw: one thread's events, not aggregated
+	ChunkNote       ChunkType = 7  // Note
+	ChunkEnd        ChunkType = 8  // End: the process finished writing (more chunks may follow)
+	ChunkStatus     ChunkType = 9  // Status: the file's write status (1.1), rewritten in place
+	ChunkBlocks     ChunkType = 10 // BlockObject: a blockcount object's block table (1.2)
+	ChunkCounts     ChunkType = 11 // BlockCounts: one thread's block counts of an object (1.2)
 )
 
 func (t ChunkType) String() string {
@@ -69,6 +71,10 @@ func (t ChunkType) String() string {
 		return "end"
 	case ChunkStatus:
 		return "status"
+	case ChunkBlocks:
+		return "blocks"
+	case ChunkCounts:
+		return "counts"
 	}
 	return fmt.Sprintf("chunk-%d", uint16(t))
 }
@@ -198,18 +204,7 @@ type Object struct {
 }
 
 // Str returns the NUL-terminated string at off in the object's string table.
-func (o *Object) Str(off uint32) string {
-	if int64(off) >= int64(len(o.Strs)) {
-		return ""
-	}
-	s := o.Strs[off:]
-	for i, c := range s {
-		if c == 0 {
-			return string(s[:i])
-		}
-	}
-	return string(s)
-}
+func (o *Object) Str(off uint32) string { return cstr(o.Strs, off) }
 
 // Name is the object file name hijack was given.
 func (o *Object) Name() string { return o.Str(o.NameOff) }

@@ -35,7 +35,12 @@ type Trace struct {
 	// Chunks counts the chunks by type.
 	Chunks map[ChunkType]int
 
-	byTID map[uint32]*Thread
+	// BlockObjects are the objects of the blockcount preset (ascending
+	// Reg); Thread.Blocks holds their counts.
+	BlockObjects []*BlockObject
+
+	byTID     map[uint32]*Thread
+	blockObjs map[uint32]*BlockObject // by Reg
 }
 
 // Thread is everything one kernel thread id did. A TID the kernel reused
@@ -50,6 +55,11 @@ type Thread struct {
 	Events, Reads, Writes uint64
 	First, Last           uint64 // ns since start
 	Drops                 uint64 // events the runtime had to drop
+
+	// Blocks: executions of the blocks of blockcount objects (nonzero
+	// counts only; nil without any), and their sum.
+	Blocks     map[BlockID]uint64
+	BlockExecs uint64
 }
 
 // Instance is one thread (one runtime serial) under a TID.
@@ -170,11 +180,12 @@ type builder struct {
 	tidOf     map[uint64]uint32
 	objs      map[uint64]*Object // by Desc
 	exec      string             // the program of the last NoteExec
+	counts    map[blockKey]uint64
 }
 
 func newBuilder(h *Header) *builder {
 	return &builder{
-		t:         &Trace{Header: h, Chunks: map[ChunkType]int{}, byTID: map[uint32]*Thread{}},
+		t:         &Trace{Header: h, Chunks: map[ChunkType]int{}, byTID: map[uint32]*Thread{}, blockObjs: map[uint32]*BlockObject{}},
 		instances: map[uint64]*Instance{},
 		tidOf:     map[uint64]uint32{},
 		objs:      map[uint64]*Object{},
@@ -333,6 +344,12 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 		if x.Flags&StatusWriteError != 0 {
 			b.writeError(x.Errno)
 		}
+	case *BlockObject:
+		b.blockObject(x)
+	case *BlockCounts:
+		if err := b.blockCounts(x); err != nil {
+			return nil, err
+		}
 	}
 	return nil, nil
 }
@@ -352,6 +369,7 @@ func (b *builder) finish() *Trace {
 	slices.SortFunc(t.Objects, func(x, y *Object) int {
 		return cmp.Compare(x.SitesAddr, y.SitesAddr)
 	})
+	b.finishBlocks()
 	for _, th := range t.byTID {
 		t.Threads = append(t.Threads, th)
 		for _, p := range th.Pages {

@@ -274,6 +274,7 @@ func FuzzReader(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:len(data)/2])
 	f.Add([]byte(FileMagic))
+	f.Add(blockSample(f))
 	f.Add(AppendChunk([]byte(FileMagic), ChunkHeader, (&Header{Major: 1}).AppendPayload(nil)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := NewReader(bytes.NewReader(in))
@@ -283,6 +284,10 @@ func FuzzReader(f *testing.F) {
 		tr, err := r.ReadAll()
 		if err != nil {
 			return
+		}
+		for _, st := range tr.BlockTotals() {
+			b := tr.Block(st.ID)
+			_ = b.Where()
 		}
 		for _, th := range tr.Threads {
 			for _, p := range th.Pages {

@@ -89,6 +89,16 @@ func (w *Writer) Status(s *Status) {
 	w.put(ChunkStatus, s)
 }
 
+// BlockObject appends a blocks chunk.
+func (w *Writer) BlockObject(o *BlockObject) {
+	w.put(ChunkBlocks, o)
+}
+
+// BlockCounts appends a counts chunk.
+func (w *Writer) BlockCounts(c *BlockCounts) {
+	w.put(ChunkCounts, c)
+}
+
 // Buffered is the number of bytes Flush would write.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
