@@ -6,6 +6,7 @@ package all
 
 import (
 	"hijack/preset"
+	"hijack/preset/blockcount"
 	"hijack/preset/clobber"
 	"hijack/preset/pad"
 	"hijack/preset/vptrace"
@@ -13,5 +14,5 @@ import (
 
 // Presets returns the presets of this build, in documentation order.
 func Presets() preset.Set {
-	return preset.Set{vptrace.Preset{}, pad.Preset{}, clobber.Preset{}}
+	return preset.Set{vptrace.Preset{}, blockcount.Preset{}, pad.Preset{}, clobber.Preset{}}
 }

@@ -1,0 +1,423 @@
+// Package blockcount implements the blockcount preset: exact execution
+// counts of every basic block of the selected functions, per thread.
+//
+// Each thread counts in a static TLS array of the object (word 0: the
+// thread is registered with the runtime; word 1+k: block k), one add per
+// block execution: `addq $1, %fs:counters+8(k+1)` where the status flags
+// are dead (anywhere in the block before its first call or branch), else
+// through a scratch register (load, lea, store), which keeps the flags.
+// At each function's entry, a thread that is not registered yet calls
+// the runtime (vpt_blocks_thread), which records where this thread's
+// counters are; the runtime writes every thread's counts into the trace
+// file at thread exit, when the object is unloaded and at process exit.
+// `hijack report --blocks` lists them with each block's function, offset,
+// loop depth and static loop score (the score vptrace's threshold uses:
+// the counts test the thesis's assumption that it predicts execution).
+//
+// The descriptor, block records and strings go into the section
+// .blockcount (vptrace/ABI.md, "blockcount"); the object's constructor
+// fills in the counters' thread-pointer offset and registers it. The
+// runtime is the vptrace runtime (libvptrace.so, libvptrace.a): one
+// trace file per process holds pages and counts alike.
+//
+// Everything that touches the object goes through the insertion kit
+// (preset/kit): placement, scratch registers, TLS slots, references,
+// sections, constructor and destructor, the string table.
+package blockcount
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+
+	"debug/elf"
+
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/ibr"
+	"hijack/loops"
+	"hijack/preset"
+	"hijack/preset/kit"
+	"hijack/rules"
+	"hijack/snippet"
+	"hijack/vptrace/abi"
+)
+
+// Preset is the blockcount preset. Sessions hold everything per object.
+type Preset struct{}
+
+// Spec declares blockcount's parameters.
+func (Preset) Spec() rules.PresetSpec {
+	return rules.PresetSpec{
+		Name: "blockcount",
+		Doc:  "exact execution counts of every basic block, per thread, into the trace (hijack report --blocks)",
+		Params: []rules.ParamSpec{
+			rules.EnumParam("tls", "auto", []string{"local-exec", "initial-exec", "auto"},
+				"TLS access model of the per-thread counters: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up (a dlopen'ed library has little static TLS: 8 bytes a block), auto: local-exec where the object shows it is for an executable, else initial-exec"),
+		},
+	}
+}
+
+// Runtime is the vptrace runtime, which also collects block counts.
+func (Preset) Runtime() preset.Runtime {
+	return preset.Runtime{Shared: "libvptrace.so", Static: "libvptrace.a", Libs: []string{"-lpthread"}}
+}
+
+// block is one counted block.
+type block struct {
+	fn    *ibr.Func
+	start int // its first instruction
+	depth int
+	score float64
+	insns int
+}
+
+// session is the blockcount session of one object.
+type session struct {
+	o        *ibr.Object
+	x        *kit.Object
+	id       uint64
+	suffix   string
+	prog     *cfg.Program
+	analysis *loops.Analysis
+	live     map[*cfg.Graph]*cfg.Liveness
+	slots    kit.Slots
+	blocks   []block
+	secData  int
+	secTLS   int
+	secText  int
+	b        *kit.Builder
+}
+
+// Begin settles the object's TLS model (one per object: rules that ask
+// for different ones are an error naming both), adds the sections and
+// local symbols, and analyses the object.
+func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
+	model, from := "", ""
+	for _, ps := range params {
+		m := ps.String("tls")
+		if m == "auto" {
+			continue
+		}
+		if model != "" && m != model {
+			return nil, fmt.Errorf("blockcount: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls",
+				from, model, ps.Origin(), m)
+		}
+		model, from = m, ps.Origin()
+	}
+	x, err := kit.NewObject(o.File)
+	if err != nil {
+		return nil, fmt.Errorf("blockcount: %w", err)
+	}
+	h := fnv.New64a()
+	for _, s := range o.Code {
+		h.Write(s.Elf.Data)
+	}
+	h.Write([]byte(o.Name))
+	ss := &session{o: o, x: x, id: h.Sum64(), b: kit.NewBuilder()}
+	ss.suffix = fmt.Sprintf("%016x", ss.id)
+	switch model {
+	case "local-exec":
+		ss.slots.Model = kit.LocalExec
+	case "initial-exec":
+		ss.slots.Model = kit.InitialExec
+	default:
+		ss.slots.Model = kit.LocalExec
+		if kit.MayBeShared(o.File) {
+			ss.slots.Model = kit.InitialExec
+		}
+	}
+	ss.slots.Sym = ss.sym("counters")
+	ss.secData = x.AddSection(".blockcount", kit.Writable, 8)
+	ss.secTLS = x.AddSection(".tbss.blockcount", kit.TLS, 8)
+	ss.secText = x.AddSection(".text.blockcount", kit.Text, 16)
+	for _, l := range []struct {
+		what string
+		typ  elf.SymType
+		sec  int
+	}{
+		{"desc", elf.STT_OBJECT, ss.secData},
+		{"counters", elf.STT_TLS, ss.secTLS},
+		{"ctor", elf.STT_FUNC, ss.secText},
+		{"dtor", elf.STT_FUNC, ss.secText},
+	} {
+		if err := x.AddLocal(ss.sym(l.what), l.typ, l.sec); err != nil {
+			return nil, fmt.Errorf("blockcount: %w", err)
+		}
+	}
+	ss.prog = cfg.Build(o)
+	ss.analysis = loops.Analyze(ss.prog)
+	ss.live = ss.prog.Liveness()
+	return ss, nil
+}
+
+func (ss *session) sym(what string) string { return "__vpt_bc_" + what + "_" + ss.suffix }
+
+// Apply counts the blocks of funcs. A block where no code can go (its
+// first instruction glued to the one before) is not counted, and said.
+func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) error {
+	if tls := params.String("tls"); tls != "auto" && tls != ss.slots.Model.String() {
+		return fmt.Errorf("blockcount: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, ss.slots.Model)
+	}
+	for _, fn := range funcs {
+		g := ss.prog.ByFunc[fn]
+		if g == nil {
+			continue
+		}
+		lv := ss.live[g]
+		var missed []string
+		for _, b := range g.Blocks {
+			if b.Start >= b.End || fn.Section.Insts[b.Start].Kind != ibr.Code {
+				continue
+			}
+			at, ok := kit.Before(g, b.Start)
+			if !ok {
+				missed = append(missed, fmt.Sprintf("+%#x", fn.Section.Insts[b.Start].Off-fn.Section.Insts[fn.Start].Off))
+				continue
+			}
+			k := len(ss.blocks)
+			info := ss.analysis.Info(b)
+			ss.blocks = append(ss.blocks, block{fn: fn, start: b.Start, depth: info.LoopDepth, score: info.Score, insns: b.End - b.Start})
+			if b.Index == 0 {
+				// Registration first: the entry block's count goes
+				// into the counters the runtime knows of.
+				if err := ss.register(g, lv, at); err != nil {
+					return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
+				}
+			}
+			if err := ss.count(g, lv, b, at, k); err != nil {
+				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
+			}
+		}
+		if len(missed) > 0 {
+			warn(fmt.Sprintf("blockcount: %s: %d block(s) not counted (no code can go before their first instruction): %s", fn.Name, len(missed), list(missed)))
+		}
+	}
+	return nil
+}
+
+func list(s []string) string {
+	if len(s) > 5 {
+		return fmt.Sprintf("%v ...", s[:5])
+	}
+	return fmt.Sprint(s)
+}
+
+// countPoint returns where block b's counter code goes: the nearest point
+// at or before its first control transfer (call, branch, return) where
+// the flags are dead, so that one add does, or its start.
+func countPoint(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, start int) int {
+	last := b.End - 1
+	for i := b.Start; i < b.End; i++ {
+		if e := lv.Effect(i); !e.Known || e.Ctrl != effect.None {
+			last = i
+			break
+		}
+	}
+	if at, ok := kit.Place(g, lv, last, 0); ok && at >= start {
+		return at
+	}
+	return start
+}
+
+// count inserts block k's counter increment into block b (at is where
+// code can go before its first instruction).
+func (ss *session) count(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, at, k int) error {
+	if b.Index == 0 {
+		// After the registration code, at the block's start: the
+		// registration went before at, and code inserted later at the
+		// same point follows it.
+	} else {
+		at = countPoint(g, lv, b, at)
+	}
+	live := lv.Before(at)
+	flagsLive := live.Flags&effect.Status != 0
+	uses := lv.Effect(at).Use
+	need := 0
+	if ss.slots.Model == kit.InitialExec {
+		need++ // the counters' offset
+	}
+	if flagsLive {
+		need++ // the count, incremented by lea
+	}
+	bb := ss.b
+	var free, borrowed []effect.Reg
+	var err error
+	if need > 0 {
+		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set(), uses)
+		if err != nil {
+			return err
+		}
+	}
+	if len(borrowed) > 0 {
+		bb.Save(borrowed...)
+	}
+	u := snippet.NoReg
+	if ss.slots.Model == kit.InitialExec {
+		u = kit.Reg(free[0])
+	}
+	ctr := ss.slots.At(bb, k+1, u, true, false)
+	if flagsLive {
+		r := kit.Reg(free[len(free)-1])
+		bb.MovQ(ctr, r)
+		bb.LeaQ(snippet.Mem(r, 1), r)
+		bb.MovQ(r, ctr)
+	} else {
+		bb.AddQ(snippet.Imm(1), ctr)
+	}
+	if len(borrowed) > 0 {
+		bb.Restore(borrowed...)
+	}
+	sn, err := bb.Assemble()
+	if err != nil {
+		return err
+	}
+	return g.Sec.InsertBefore(at, sn)
+}
+
+// register inserts, at a function's entry, the check that registers the
+// thread with the runtime on its first entry into the object's code:
+//
+//	cmpq $0, %fs:counters      (initial-exec: through a scratch register)
+//	jne 1f
+//	lea -128(%rsp),%rsp; call *vpt_blocks_thread@GOTPCREL(%rip); nopl desc(%rip); lea 128(%rsp),%rsp
+//	1:
+//
+// The runtime keeps every register and the flags; the compare changes
+// the flags, saved around it where they are live (never at a function
+// entry that follows the ABI).
+func (ss *session) register(g *cfg.Graph, lv *cfg.Liveness, at int) error {
+	live := lv.Before(at)
+	flagsLive := live.Flags&effect.Status != 0
+	bb := ss.b
+	var free, borrowed []effect.Reg
+	if ss.slots.Model == kit.InitialExec {
+		var err error
+		free, borrowed, err = kit.Scratch(1, live.Regs, effect.RSP.Set(), lv.Effect(at).Use)
+		if err != nil {
+			return err
+		}
+	}
+	stepped := flagsLive || len(borrowed) > 0
+	if stepped {
+		bb.Save(borrowed...)
+		if flagsLive {
+			bb.Bytes(0x9c) // pushfq
+		}
+	}
+	u := snippet.NoReg
+	if len(free) > 0 {
+		u = kit.Reg(free[0])
+	}
+	word := ss.slots.At(bb, 0, u, false, stepped)
+	bb.CmpQ(snippet.Imm(0), word)
+	bb.Jcc(snippet.CondNE, "registered")
+	if !stepped {
+		bb.LeaQ(snippet.Mem(snippet.RSP, -kit.RedZone), snippet.RSP)
+	}
+	bb.CallGOT("vpt_blocks_thread")
+	// nopl desc(%rip): the runtime's argument (vptrace/ABI.md)
+	bb.Field([]byte{0x0f, 0x1f, 0x05, 0, 0, 0, 0}, 3, elf.R_X86_64_PC32, kit.Named(ss.sym("desc")), -4)
+	if !stepped {
+		bb.LeaQ(snippet.Mem(snippet.RSP, kit.RedZone), snippet.RSP)
+	}
+	bb.Label("registered")
+	if stepped {
+		if flagsLive {
+			bb.Bytes(0x9d) // popfq
+		}
+		bb.Restore(borrowed...)
+	}
+	sn, err := bb.Assemble()
+	if err != nil {
+		return err
+	}
+	return g.Sec.InsertBefore(at, sn)
+}
+
+// Finish writes the descriptor, block records and strings, sizes the
+// counters, and adds the constructor and destructor:
+//
+//	ctor: mov $counters@tpoff,%rax (local-exec) | mov counters@gottpoff(%rip),%rax
+//	      mov %rax,desc+16(%rip); lea desc(%rip),%rdi; jmp *vpt_blocks_register@GOTPCREL(%rip)
+//	dtor: lea desc(%rip),%rdi; jmp *vpt_blocks_unregister@GOTPCREL(%rip)
+func (ss *session) Finish() error {
+	var strs kit.StringTable
+	strs.Add("")
+	n := len(ss.blocks)
+	desc := abi.Blocks{
+		Magic:     abi.BlocksMagic,
+		Version:   abi.BlocksVersion,
+		NBlocks:   uint32(n),
+		BlocksRel: abi.BlocksSize - abi.BlocksBlocksRelOff,
+		Name:      strs.Add(ss.o.Name),
+		ID:        ss.id,
+	}
+	recs := make([]abi.Block, n)
+	for k, bl := range ss.blocks {
+		sec := bl.fn.Section
+		recs[k] = abi.Block{
+			Func:      strs.Add(bl.fn.Name),
+			Off:       uint32(sec.Insts[bl.start].Off - sec.Insts[bl.fn.Start].Off),
+			Score:     uint32(math.Round(bl.score * 1e6)),
+			LoopDepth: uint16(min(bl.depth, math.MaxUint16)),
+			Insns:     uint16(min(bl.insns, math.MaxUint16)),
+		}
+	}
+	desc.NStrs = uint32(strs.Len())
+	desc.StrsRel = int32(abi.BlocksSize + abi.BlockSize*n - abi.BlocksStrsRelOff)
+	if err := desc.Check(); err != nil {
+		return fmt.Errorf("blockcount: %w", err)
+	}
+	data := desc.Append(make([]byte, 0, abi.BlocksSize+abi.BlockSize*n+strs.Len()))
+	for k := range recs {
+		data = recs[k].Append(data)
+	}
+	data = append(data, strs.Bytes()...)
+	ss.x.SetData(ss.secData, data)
+	size := ss.slots.Size(n + 1)
+	ss.x.SetSize(ss.secTLS, size)
+	if err := ss.x.SetSymbol(ss.sym("desc"), 0, uint64(len(data))); err != nil {
+		return err
+	}
+	if err := ss.x.SetSymbol(ss.sym("counters"), 0, size); err != nil {
+		return err
+	}
+
+	bb := ss.b
+	desc0 := kit.Named(ss.sym("desc"))
+	bb.Label("ctor")
+	if ss.slots.Model == kit.InitialExec {
+		bb.MovQ(snippet.GOTTPOFF(ss.sym("counters")), snippet.RAX)
+	} else {
+		// mov $counters@tpoff,%rax (sign-extended imm32)
+		bb.Field([]byte{0x48, 0xc7, 0xc0, 0, 0, 0, 0}, 3, elf.R_X86_64_TPOFF32, kit.Named(ss.sym("counters")), 0)
+	}
+	bb.MovQ(snippet.RAX, bb.RIP(desc0, abi.BlocksTPOffOff))
+	bb.LeaQ(bb.RIP(desc0, 0), snippet.RDI)
+	bb.JmpGOT("vpt_blocks_register")
+	bb.Label("dtor")
+	bb.LeaQ(bb.RIP(desc0, 0), snippet.RDI)
+	bb.JmpGOT("vpt_blocks_unregister")
+	bb.Label("end")
+	code, err := bb.Assemble()
+	if err != nil {
+		return fmt.Errorf("blockcount: constructor: %w", err)
+	}
+	labels := bb.Labels()
+	if err := ss.x.SetCode(ss.secText, code); err != nil {
+		return err
+	}
+	if err := ss.x.SetSymbol(ss.sym("ctor"), uint64(labels["ctor"]), uint64(labels["dtor"]-labels["ctor"])); err != nil {
+		return err
+	}
+	if err := ss.x.SetSymbol(ss.sym("dtor"), uint64(labels["dtor"]), uint64(labels["end"]-labels["dtor"])); err != nil {
+		return err
+	}
+	if err := ss.x.Constructor(ss.sym("ctor"), kit.NoPriority); err != nil {
+		return err
+	}
+	// Priority 0: after every other destructor of the module, so that
+	// the counts are complete when the runtime takes them.
+	return ss.x.Destructor(ss.sym("dtor"), 0)
+}
