@@ -17,14 +17,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/twitchyliquid64/golang-asm/obj"
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
-	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/loops"
 	"hijack/preset"
+	"hijack/preset/kit"
 	"hijack/rules"
 	"hijack/snippet"
 	"hijack/vptrace/abi"
@@ -63,47 +62,28 @@ func (Preset) Runtime() preset.Runtime {
 	return preset.Runtime{Shared: "libvptrace.so", Static: "libvptrace.a", Libs: []string{"-lpthread"}}
 }
 
-// tlsModel is how inserted code reaches the object's per-thread slots
-// (ABI.md, "Per-thread last-page slots").
-type tlsModel int
-
-const (
-	// localExec: the slots in the executable's static TLS block, at an
-	// offset the linker fixes (executables only).
-	localExec tlsModel = iota
-	// initialExec: the slots in the static TLS block through a GOT entry
-	// the loader fills: executables, and libraries loaded at start-up. A
-	// dlopen'ed library gets static TLS only from glibc's small surplus
-	// (1664 bytes by default: about 150 sites, less what other libraries
-	// took).
-	initialExec
-	// indirect: one initial-exec TLS word (8 bytes, whatever the number
-	// of sites) holds the address of this thread's slot array, which the
-	// runtime maps on the thread's first use (vpt_slots): any executable
-	// or library, dlopen'ed ones too.
-	indirect
-)
-
-func (m tlsModel) String() string {
-	return [...]string{"local-exec", "initial-exec", "indirect"}[m]
-}
-
 // objState is the session of one object: what the preset accumulates
 // for it.
 type objState struct {
-	o        *ibr.Object
-	id       uint64
-	suffix   string
-	tls      tlsModel
+	o      *ibr.Object
+	id     uint64
+	suffix string
+	// tls is how inserted code reaches the object's per-thread slots
+	// (ABI.md, "Per-thread last-page slots"): with initial-exec, a
+	// dlopen'ed library has static TLS for about 150 sites (glibc's
+	// surplus, less what other libraries took); indirect: the runtime
+	// maps them (vpt_slots).
+	tls      kit.TLSModel
 	prog     *cfg.Program
 	analysis *loops.Analysis
 	live     map[*cfg.Graph]*cfg.Liveness
 	sites    []*site
-	strs     strtab
+	strs     kit.StringTable
+	x        *kit.Object
 	secData  int // .vptrace
 	secSlots int // .tbss slots
 	secText  int // .text.vptrace: the constructor
-	b        *snippet.Builder
+	b        *kit.Builder
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -182,92 +162,74 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 // code refers to symbols by index, since local symbols renumber).
 func begin(o *ibr.Object, tls string) (*objState, error) {
 	f := o.File
-	if f.SymtabNdx == 0 {
-		return nil, fmt.Errorf("vptrace: the object has no symbol table")
+	x, err := kit.NewObject(f)
+	if err != nil {
+		return nil, fmt.Errorf("vptrace: %w", err)
 	}
 	h := fnv.New64a()
 	for _, s := range o.Code {
 		h.Write(s.Elf.Data)
 	}
 	h.Write([]byte(o.Name))
-	st := &objState{o: o, id: h.Sum64(), b: snippet.New()}
+	st := &objState{o: o, id: h.Sum64(), x: x, b: kit.NewBuilder()}
 	st.suffix = fmt.Sprintf("%016x", st.id)
-	switch tls {
-	case "local-exec":
-		st.tls = localExec
-	case "initial-exec":
-		st.tls = initialExec
-	case "indirect":
-		st.tls = indirect
-	default:
+	switch {
+	case tls != "":
+		if st.tls, err = kit.ParseTLSModel(tls); err != nil {
+			return nil, fmt.Errorf("vptrace: %w", err)
+		}
+	case kit.MayBeShared(f):
 		// What may go into a shared library may be dlopen'ed, where
 		// static TLS for its slots is scarce.
-		st.tls = localExec
-		if isPIC(f) {
-			st.tls = indirect
-		}
+		st.tls = kit.Indirect
+	default:
+		st.tls = kit.LocalExec
 	}
 	st.prog = cfg.Build(o)
 	st.analysis = loops.Analyze(st.prog)
 	st.live = st.prog.Liveness()
-	st.strs.add("")
+	st.strs.Add("")
 
-	st.secData = f.AddSection(&elfobj.Section{Name: ".vptrace", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Align: 8})
-	st.secSlots = f.AddSection(&elfobj.Section{Name: ".tbss.vptrace", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_TLS, Align: 8})
-	st.secText = f.AddSection(&elfobj.Section{Name: ".text.vptrace", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Align: 16})
-	local := func(name string, typ elf.SymType, sec int) {
-		f.AddSymbol(elfobj.Symbol{Name: name, Info: byte(elf.STB_LOCAL)<<4 | byte(typ), Shndx: uint32(sec)})
+	st.secData = x.AddSection(".vptrace", kit.ReadOnly, 8)
+	st.secSlots = x.AddSection(".tbss.vptrace", kit.TLS, 8)
+	st.secText = x.AddSection(".text.vptrace", kit.Text, 16)
+	locals := []struct {
+		what string
+		typ  elf.SymType
+		sec  int
+	}{
+		{"desc", elf.STT_OBJECT, st.secData},
+		{"sites", elf.STT_OBJECT, st.secData},
+		{"slots", elf.STT_TLS, st.secSlots},
+		{"ctor", elf.STT_FUNC, st.secText},
+		{"dtor", elf.STT_FUNC, st.secText},
+		{"slotsetup", elf.STT_FUNC, st.secText},
 	}
-	local(st.sym("desc"), elf.STT_OBJECT, st.secData)
-	local(st.sym("sites"), elf.STT_OBJECT, st.secData)
-	local(st.sym("slots"), elf.STT_TLS, st.secSlots)
-	local(st.sym("ctor"), elf.STT_FUNC, st.secText)
-	local(st.sym("dtor"), elf.STT_FUNC, st.secText)
-	if st.tls == indirect {
-		local(st.sym("slotsetup"), elf.STT_FUNC, st.secText)
+	if st.tls != kit.Indirect {
+		locals = locals[:len(locals)-1]
+	}
+	for _, l := range locals {
+		if err := x.AddLocal(st.sym(l.what), l.typ, l.sec); err != nil {
+			return nil, fmt.Errorf("vptrace: %w", err)
+		}
 	}
 	return st, nil
 }
 
 func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
 
-// isPIC reports whether the object may end up in a shared library, which
-// local-exec TLS cannot link into: unless it shows that it was compiled
-// for an executable only, it may. Evidence for an executable: absolute
-// 32-bit addresses (non-PIC code), or PC-relative references from code to
-// global data of default visibility, which a shared library could not bind
-// locally (gcc -fPIE). Objects with neither (functions that only use their
-// arguments) get the model that links anywhere.
-func isPIC(f *elfobj.File) bool {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
-			continue
-		}
-		for _, r := range s.Relocs {
-			sym := &f.Symbols[r.Sym]
-			switch r.Type {
-			case elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_DTPOFF32:
-				return true
-			case elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_TPOFF32:
-				return false
-			case elf.R_X86_64_PC32:
-				if sym.Bind() != elf.STB_LOCAL && elf.ST_VISIBILITY(sym.Other) == elf.STV_DEFAULT && sym.Type() != elf.STT_FUNC && sym.Type() != elf.STT_SECTION {
-					if sym.Shndx == elfobj.ShnUndef || sym.Type() == elf.STT_OBJECT || sym.Type() == elf.STT_NOTYPE {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
+// slots returns the object's per-site slots: the array, or with tls:
+// indirect the word holding this thread's array, and the function that
+// has the runtime map one.
+func (st *objState) slots() kit.Slots {
+	return kit.Slots{Model: st.tls, Sym: st.sym("slots"), Setup: st.sym("slotsetup")}
 }
 
 // Finish writes the object's site table, TLS slots and registration
 // constructor, after every rule ran.
 func (st *objState) Finish() error {
-	f := st.o.File
 	n := len(st.sites)
-	name := st.strs.add(st.o.Name)
+	name := st.strs.Add(st.o.Name)
 	desc := abi.Object{
 		Magic:   abi.Magic,
 		Version: abi.Version,
@@ -279,16 +241,16 @@ func (st *objState) Finish() error {
 		ID:       st.id,
 	}
 	switch st.tls {
-	case initialExec:
+	case kit.InitialExec:
 		desc.Flags = abi.FlagIE
-	case indirect:
+	case kit.Indirect:
 		desc.Flags = abi.FlagIE | abi.FlagIndirect
 	}
 	recs := make([]abi.Site, n)
 	for k, s := range st.sites {
 		sec := s.fn.Section
 		r := abi.Site{
-			Func:    st.strs.add(s.fn.Name),
+			Func:    st.strs.Add(s.fn.Name),
 			InsnOff: sec.Insts[s.inst].Off - sec.Insts[s.fn.Start].Off,
 			Sym:     abi.NoSym,
 			SymOff:  int32(s.symOff),
@@ -300,7 +262,7 @@ func (st *objState) Finish() error {
 			Score:   uint32(s.score * 1e6),
 		}
 		if s.sym != "" {
-			r.Sym = st.strs.add(s.sym)
+			r.Sym = st.strs.Add(s.sym)
 		}
 		if s.exact {
 			r.Kind |= abi.KindExact
@@ -331,29 +293,28 @@ func (st *objState) Finish() error {
 	}
 	// The string table is complete only now that every site named its
 	// function and variable.
-	desc.NStrs = uint32(len(st.strs.data))
-	data := desc.Append(make([]byte, 0, abi.ObjectSize+abi.SiteSize*n+len(st.strs.data)))
+	desc.NStrs = uint32(st.strs.Len())
+	data := desc.Append(make([]byte, 0, abi.ObjectSize+abi.SiteSize*n+st.strs.Len()))
 	for k := range recs {
 		data = recs[k].Append(data)
 	}
-	data = append(data, st.strs.data...)
-	sec := f.Sections[st.secData]
-	sec.Data = data
-	slots := uint64(8 * max(n, 1))
-	if st.tls == indirect {
-		slots = 8 // the word; the runtime maps the slots
-	}
-	f.Sections[st.secSlots].Size = slots
-	setSym := func(what string, size uint64) {
-		k := f.FindSymbol(st.sym(what))
-		f.Symbols[k].Size = size
-		if what == "sites" {
-			f.Symbols[k].Value = abi.ObjectSize
+	data = append(data, st.strs.Bytes()...)
+	x := st.x
+	x.SetData(st.secData, data)
+	slots := st.slots().Size(n)
+	x.SetSize(st.secSlots, slots)
+	for _, sym := range []struct {
+		what        string
+		value, size uint64
+	}{
+		{"desc", 0, abi.ObjectSize},
+		{"sites", abi.ObjectSize, uint64(abi.SiteSize * n)},
+		{"slots", 0, slots},
+	} {
+		if err := x.SetSymbol(st.sym(sym.what), sym.value, sym.size); err != nil {
+			return fmt.Errorf("vptrace: %w", err)
 		}
 	}
-	setSym("desc", abi.ObjectSize)
-	setSym("sites", uint64(abi.SiteSize*n))
-	setSym("slots", slots)
 	return st.addConstructor()
 }
 
@@ -364,25 +325,21 @@ func (st *objState) Finish() error {
 //	__vpt_dtor_<id>:  lea desc(%rip),%rdi; jmp *vpt_unregister@GOTPCREL(%rip)  (.fini_array.00000)
 //	__vpt_slotsetup_<id>  (tls: indirect: the sites call it, ABI.md)
 //
-// The runtime is reached through the GOT, never a PLT: a lazy-binding
-// resolver would run on the first call with the registers of the
-// interrupted code, and clobbers some (r10, r11 and the flags on x86-64);
-// the linker turns the indirect jumps and calls into direct ones where
-// the runtime is in the same link (a static program). The destructor's
-// priority 0 runs it after every other destructor of the module (the
-// highest priorities run first, 0 last): the object's code cannot run
-// after its registration is gone, then dlclose unmaps it.
+// The runtime is reached through the GOT, never a PLT (kit.Builder.CallGOT
+// says why). The destructor's priority 0 runs it after every other
+// destructor of the module: the object's code cannot run after its
+// registration is gone, then dlclose unmaps it.
 func (st *objState) addConstructor() error {
-	f := st.o.File
 	b := st.b
-	desc := snippet.RIP(st.sym("desc"), 0)
+	descRef := kit.Named(st.sym("desc"))
+	desc := b.RIP(descRef, 0)
 	b.Label("ctor")
 	b.LeaQ(desc, snippet.RDI)
-	b.Inst(obj.AJMP, snippet.GOTPCRELX("vpt_register"))
+	b.JmpGOT("vpt_register")
 	b.Label("dtor")
 	b.LeaQ(desc, snippet.RDI)
-	b.Inst(obj.AJMP, snippet.GOTPCRELX("vpt_unregister"))
-	if st.tls == indirect {
+	b.JmpGOT("vpt_unregister")
+	if st.tls == kit.Indirect {
 		// vpt_slots(tpoff of the word) with nopl desc(%rip) after the
 		// call, like a site's call; every register and the flags kept.
 		b.Label("slotsetup")
@@ -391,8 +348,8 @@ func (st *objState) addConstructor() error {
 		b.MovQ(snippet.GOTTPOFF(st.sym("slots")), snippet.RAX)
 		b.MovQ(snippet.RAX, snippet.Mem(snippet.RSP, 8))
 		b.PopQ(snippet.RAX)
-		b.Call(snippet.GOTPCRELX("vpt_slots"))
-		siteNop(b, "desc")
+		b.CallGOT("vpt_slots")
+		st.recordNop(descRef, 0)
 		b.LeaQ(snippet.Mem(snippet.RSP, 8), snippet.RSP)
 		b.Ret()
 	}
@@ -401,57 +358,25 @@ func (st *objState) addConstructor() error {
 	if err != nil {
 		return fmt.Errorf("vptrace: constructor: %w", err)
 	}
-	text := st.secText
-	f.Sections[text].Data = code.Bytes
-	fn := func(what, from, to string) uint32 {
-		k := f.FindSymbol(st.sym(what))
-		f.Symbols[k].Value = uint64(code.Labels[from])
-		f.Symbols[k].Size = uint64(code.Labels[to] - code.Labels[from])
-		return k
+	x := st.x
+	if err := x.SetCode(st.secText, code); err != nil {
+		return fmt.Errorf("vptrace: %w", err)
 	}
-	ctor := fn("ctor", "ctor", "dtor")
-	dtor := fn("dtor", "dtor", "end")
-	if st.tls == indirect {
-		f.Symbols[dtor].Size = uint64(code.Labels["slotsetup"] - code.Labels["dtor"])
-		fn("slotsetup", "slotsetup", "end")
+	l := b.Labels()
+	funcs := []struct{ what, end string }{{"ctor", "dtor"}, {"dtor", "end"}}
+	if st.tls == kit.Indirect {
+		funcs = []struct{ what, end string }{{"ctor", "dtor"}, {"dtor", "slotsetup"}, {"slotsetup", "end"}}
 	}
-	var rs []elfobj.Rela
-	for _, r := range code.Relocs {
-		k := f.FindSymbol(r.Sym)
-		if k == 0 {
-			k = f.AddSymbol(elfobj.Symbol{Name: r.Sym, Info: byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_NOTYPE)})
+	for _, fn := range funcs {
+		if err := x.SetSymbol(st.sym(fn.what), uint64(l[fn.what]), uint64(l[fn.end]-l[fn.what])); err != nil {
+			return fmt.Errorf("vptrace: %w", err)
 		}
-		rs = append(rs, elfobj.Rela{Off: uint64(r.Off), Type: r.Type, Sym: k, Addend: r.Addend})
 	}
-	if off, ok := code.Labels["desc"]; ok {
-		rs = append(rs, elfobj.Rela{Off: uint64(off + 3), Type: elf.R_X86_64_PC32, Sym: f.FindSymbol(st.sym("desc")), Addend: -4})
+	if err := x.Constructor(st.sym("ctor"), kit.NoPriority); err != nil {
+		return fmt.Errorf("vptrace: %w", err)
 	}
-	f.AddSection(&elfobj.Section{Name: ".rela.text.vptrace", Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(text), Align: 8, Entsize: 24, Relocs: rs})
-	entry := func(name string, typ elf.SectionType, sym uint32) {
-		sec := f.AddSection(&elfobj.Section{Name: name, Type: typ, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Align: 8, Entsize: 8, Data: make([]byte, 8)})
-		f.AddSection(&elfobj.Section{Name: ".rela" + name, Type: elf.SHT_RELA, Flags: elf.SHF_INFO_LINK, Link: uint32(f.SymtabNdx), Info: uint32(sec), Align: 8, Entsize: 24,
-			Relocs: []elfobj.Rela{{Off: 0, Type: elf.R_X86_64_64, Sym: sym}}})
+	if err := x.Destructor(st.sym("dtor"), 0); err != nil {
+		return fmt.Errorf("vptrace: %w", err)
 	}
-	entry(".init_array", elf.SHT_INIT_ARRAY, ctor)
-	entry(".fini_array.00000", elf.SHT_FINI_ARRAY, dtor)
 	return nil
-}
-
-// strtab is a string table with deduplication.
-type strtab struct {
-	data []byte
-	idx  map[string]uint32
-}
-
-func (t *strtab) add(s string) uint32 {
-	if t.idx == nil {
-		t.idx = make(map[string]uint32)
-	}
-	if off, ok := t.idx[s]; ok {
-		return off
-	}
-	off := uint32(len(t.data))
-	t.data = append(append(t.data, s...), 0)
-	t.idx[s] = off
-	return off
 }

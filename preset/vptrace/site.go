@@ -12,6 +12,7 @@ import (
 	"hijack/ibr"
 	"hijack/ibr/x86len"
 	"hijack/loops"
+	"hijack/preset/kit"
 	"hijack/vptrace/abi"
 )
 
@@ -28,7 +29,7 @@ type site struct {
 	score  float64
 	sym    string // variable named by a relocation, if any
 	symOff int64
-	rel    *relocRef // relocation of the address, if any
+	rel    *kit.Rel  // relocation of the address, if any
 	link   *ibr.Link // same-section RIP-relative reference, if any
 	rep    bool
 	exact  bool // its rule asked for exact mode: the runtime records every event
@@ -60,14 +61,6 @@ type site struct {
 type dynStep struct {
 	reg  effect.Reg
 	mult int64
-}
-
-// relocRef is a relocation patching the displacement of the instrumented
-// instruction's memory operand.
-type relocRef struct {
-	typ    elf.R_X86_64
-	sym    uint32
-	addend int64 // the target's offset from the symbol (PC-relative fields: counted from the instruction end)
 }
 
 // groupKey identifies accesses that the page-size estimate H may merge:
@@ -130,7 +123,7 @@ func (sel *selector) run() {
 				if st == nil {
 					continue
 				}
-				if !insertable(s, g.Func, i) {
+				if _, ok := kit.Before(g, i); !ok {
 					// The call of a dynamic TLS sequence (its
 					// return address push, with usestack):
 					// nothing may go before it.
@@ -180,12 +173,6 @@ func (sel *selector) run() {
 	sel.finish()
 }
 
-// insertable reports whether code may go before instruction i of fn, or
-// before the prefix split off it (what placement uses).
-func insertable(s *ibr.Section, fn *ibr.Func, i int) bool {
-	return s.CanInsertBefore(i) || i > fn.Start && s.Insts[i-1].Flags&ibr.Prefix != 0 && s.CanInsertBefore(i-1)
-}
-
 // finish decides, once grouping is done, which sites check two pages.
 func (sel *selector) finish() {
 	for _, st := range sel.sites {
@@ -199,22 +186,8 @@ func (sel *selector) finish() {
 
 // regIn reports whether x86asm register r (of any width) is in set.
 func regIn(r x86asm.Reg, set effect.RegSet) bool {
-	n, ok := hwReg(r)
+	n, _, ok := effect.GPR(r)
 	return ok && set.Has(n)
-}
-
-// hwReg maps an x86asm general register of any width to its hardware
-// number.
-func hwReg(r x86asm.Reg) (effect.Reg, bool) {
-	switch {
-	case r >= x86asm.RAX && r <= x86asm.R15:
-		return effect.Reg(r - x86asm.RAX), true
-	case r >= x86asm.EAX && r <= x86asm.R15L:
-		return effect.Reg(r - x86asm.EAX), true
-	case r >= x86asm.AX && r <= x86asm.R15W:
-		return effect.Reg(r - x86asm.AX), true
-	}
-	return 0, false
 }
 
 // key returns the group of a site for the H estimate, and its
@@ -228,7 +201,7 @@ func (sel *selector) key(st *site) (groupKey, int64, bool) {
 	disp := m.Disp
 	switch {
 	case st.rel != nil:
-		k.sym, disp = st.rel.sym, st.rel.addend
+		k.sym, disp = st.rel.Sym, st.rel.Addend
 		k.base = 0
 	case st.link != nil:
 		k.link, k.linkOK = true, true
@@ -282,34 +255,24 @@ func (sel *selector) classify(i int, in *ibr.Inst, acc effect.Access) *site {
 	f := sel.o.File
 	// A relocation on the displacement names the variable (of the
 	// explicit memory operand; implicit stack accesses have none).
-	if in.Layout.DispSize == 4 && acc.Arg >= 0 {
-		for _, fr := range in.Relocs {
-			if fr.Off != in.Layout.DispOff {
-				continue
-			}
-			r := f.Sections[fr.Sec].Relocs[fr.Index]
-			switch r.Type {
-			case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX, elf.R_X86_64_GOTTPOFF:
-				// A load from the GOT: not program data (and the
-				// linker may relax it away).
-				return nil
-			case elf.R_X86_64_TPOFF32, elf.R_X86_64_DTPOFF32:
-				// (local-exec; local-dynamic: the module's TLS
-				// block in the base register, clang -fPIC)
-				st.seg = abi.SegTLS
-			case elf.R_X86_64_PC32, elf.R_X86_64_32S, elf.R_X86_64_32:
-				st.seg = abi.SegGlobal
-			default:
-				sel.skipped[fmt.Sprintf("address with a %s relocation", r.Type)]++
-				return nil
-			}
-			add := r.Addend
-			if r.Type == elf.R_X86_64_PC32 {
-				add += int64(in.Len) - int64(fr.Off)
-			}
-			st.rel = &relocRef{typ: r.Type, sym: r.Sym, addend: add}
-			st.sym, st.symOff = symbolName(f, r.Sym, add)
+	if rel, ok := kit.DispRel(f, s, i); ok && acc.Arg >= 0 {
+		switch rel.Type {
+		case elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX, elf.R_X86_64_GOTTPOFF:
+			// A load from the GOT: not program data (and the
+			// linker may relax it away).
+			return nil
+		case elf.R_X86_64_TPOFF32, elf.R_X86_64_DTPOFF32:
+			// (local-exec; local-dynamic: the module's TLS
+			// block in the base register, clang -fPIC)
+			st.seg = abi.SegTLS
+		case elf.R_X86_64_PC32, elf.R_X86_64_32S, elf.R_X86_64_32:
+			st.seg = abi.SegGlobal
+		default:
+			sel.skipped[fmt.Sprintf("address with a %s relocation", rel.Type)]++
+			return nil
 		}
+		st.rel = &rel
+		st.sym, st.symOff = symbolName(f, rel.Sym, rel.Addend)
 	}
 	if m.Base == x86asm.RIP && st.rel == nil {
 		if in.Link == nil || in.Link.Kind != ibr.LinkRIP {
@@ -460,12 +423,12 @@ func (sel *selector) aligned(st *site) bool {
 		return false
 	}
 	f := sel.o.File
-	sym := &f.Symbols[st.rel.sym]
+	sym := &f.Symbols[st.rel.Sym]
 	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xffff0000 {
 		return false
 	}
 	sec := f.Sections[sym.Shndx]
-	off := int64(sym.Value) + st.rel.addend
+	off := int64(sym.Value) + st.rel.Addend
 	return sec.Align >= uint64(st.size) && off%int64(st.size) == 0
 }
 

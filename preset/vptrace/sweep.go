@@ -95,7 +95,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		if r == 0 || r == x86asm.RIP {
 			continue
 		}
-		n, ok := hwReg(r)
+		n, _, ok := effect.GPR(r)
 		if !ok || r < x86asm.RAX || r > x86asm.R15 {
 			return nil // 32-bit addressing: wraps
 		}
