@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/emit"
 	"hijack/ibr"
@@ -40,15 +39,13 @@ func Example() {
 		log.Fatal(err)
 	}
 	slots := kit.Slots{Model: kit.LocalExec, Sym: "count_slots"}
-	prog := cfg.Build(o)
-	lives := prog.Liveness()
+	an := kit.Analyze(o)
 
 	// Apply: one snippet per store.
 	b := kit.NewBuilder()
 	n := 0
 	for _, fn := range o.Funcs {
-		g := prog.ByFunc[fn]
-		lv := lives[g]
+		g, lv := an.Func(fn)
 		for i := fn.Start; i < fn.End; i++ {
 			e := lv.Effect(i)
 			for _, acc := range e.Mem[:e.NMem] {

@@ -4,11 +4,13 @@
 // A preset decides what to insert and where (which instructions, which
 // data); kit answers the questions every one of them shares:
 //
-//   - Where code may go before an instruction: Before steps back over a
-//     prefix the instruction is glued to; Place also looks back in the
-//     block for a point where the status flags are dead, so that the code
-//     need not save them. RedZone is the stack below rsp that the
-//     interrupted code may be using: Builder.Save steps over it.
+//   - Where code may go: Before steps back over a prefix the instruction
+//     is glued to; Place also looks back in the block for a point where
+//     the status flags are dead, so that the code need not save them;
+//     FallThrough says whether code after an instruction runs on its
+//     fall-through path. Analyze gives the control flow and liveness they
+//     rest on. RedZone is the stack below rsp that the interrupted code
+//     may be using: Builder.Save steps over it.
 //   - Which registers inserted code may use: Scratch picks dead registers
 //     from liveness (cfg.Liveness) and borrows live ones, to be saved and
 //     restored (Builder.Save, Builder.Restore), when too few are dead.
@@ -28,9 +30,10 @@
 //     indirect models (Slots), and string tables (StringTable).
 //   - Neutral padding: Nops.
 //
-// A new preset typically sets up an Object and its symbols when it begins
-// an object (local symbols first: adding one renumbers the globals, and
-// Indexed refers to symbols by number), then for every instruction it
+// A new preset typically analyses an object and sets up an Object and its
+// symbols when it begins the object (local symbols first: adding one
+// renumbers the globals, and Indexed refers to symbols by number), then
+// for every instruction it
 // instruments asks Place or Before where its code goes, picks registers
 // with Scratch from the liveness there, builds the code with a Builder and
 // inserts the assembled snippet with ibr.Section.InsertBefore; when every

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/preset/kit"
@@ -141,9 +140,7 @@ func TestPlace(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newObject(t, []fn{{"f", tc.code}}, tc.relocs)
-			p := cfg.Build(o)
-			g := p.ByFunc[o.Funcs[0]]
-			lv := p.Liveness()[g]
+			g, lv := kit.Analyze(o).Func(o.Funcs[0])
 			if tc.i >= g.Func.End {
 				t.Fatalf("instruction %d beyond the function (%d)", tc.i, g.Func.End)
 			}
@@ -610,5 +607,36 @@ func TestMayBeShared(t *testing.T) {
 				t.Errorf("MayBeShared = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestFallThrough(t *testing.T) {
+	jmp := []byte{0xeb, 0x00} // jmp to the next instruction
+	call := []byte{0xe8, 0, 0, 0, 0}
+	code := cat(loadEAX, testEAX, jeForward1, repPrefix, movsq, call, jmp, tlsgdLoad, tlsgdCall, ret)
+	o := newObject(t, []fn{{"f", code}}, []reloc{{10, elf.R_X86_64_PLT32, "g", -4}, {20, elf.R_X86_64_TLSGD, "v", -4}, {28, elf.R_X86_64_PLT32, "__tls_get_addr", -4}})
+	want := []bool{
+		true,  // mov (%rdi),%eax
+		true,  // test
+		true,  // je: falls through when not taken
+		false, // rep prefix, glued to movsq
+		true,  // movsq
+		true,  // call returns
+		false, // jmp
+		false, // the TLS load, glued to its call
+		true,  // the call
+		false, // ret
+	}
+	s := o.Code[0]
+	if !s.Rewritable() {
+		t.Fatal(s.Problem)
+	}
+	if len(s.Insts) != len(want) {
+		t.Fatalf("%d instructions, want %d", len(s.Insts), len(want))
+	}
+	for i, w := range want {
+		if got := kit.FallThrough(s, i); got != w {
+			t.Errorf("FallThrough(%d) (% x) = %v, want %v", i, s.Bytes(i), got, w)
+		}
 	}
 }

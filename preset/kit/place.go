@@ -50,3 +50,37 @@ func Place(g *cfg.Graph, lv *cfg.Liveness, i int, keep effect.RegSet) (at int, o
 	}
 	return at, true
 }
+
+// FallThrough reports whether code inserted after instruction i of s
+// (ibr.Section.InsertAfter) can go there and runs whenever i continues
+// with the next instruction: i is code that may fall through, and not a
+// prefix the next instruction is glued to. (Branches to the next
+// instruction skip such code: it is code on the fall-through edge.)
+func FallThrough(s *ibr.Section, i int) bool {
+	if !s.CanInsertAfter(i) {
+		return false
+	}
+	in := &s.Insts[i]
+	return effect.Of(s.Asm(i), &in.Layout, s.Bytes(i)).Ctrl.FallsThrough()
+}
+
+// Analysis is what placing code into an object rests on: the control flow
+// graph and the liveness of registers and flags of each function, computed
+// once, before any code goes in. They describe the original instructions,
+// and stay true while inserted code keeps what is live.
+type Analysis struct {
+	Prog *cfg.Program
+	Live map[*cfg.Graph]*cfg.Liveness
+}
+
+// Analyze analyses o.
+func Analyze(o *ibr.Object) *Analysis {
+	p := cfg.Build(o)
+	return &Analysis{Prog: p, Live: p.Liveness()}
+}
+
+// Func returns the graph and the liveness of fn.
+func (a *Analysis) Func(fn *ibr.Func) (*cfg.Graph, *cfg.Liveness) {
+	g := a.Prog.ByFunc[fn]
+	return g, a.Live[g]
+}
