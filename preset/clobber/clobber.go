@@ -17,6 +17,7 @@ import (
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/preset"
+	"hijack/preset/kit"
 	"hijack/rules"
 )
 
@@ -37,14 +38,12 @@ func (Preset) Spec() rules.PresetSpec {
 
 // Begin analyses o: its liveness, before any code is inserted.
 func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
-	p := cfg.Build(o)
-	return &session{prog: p, live: p.Liveness()}, nil
+	return &session{kit.Analyze(o)}, nil
 }
 
 // session is the liveness of one object, computed once for all its rules.
 type session struct {
-	prog *cfg.Program
-	live map[*cfg.Graph]*cfg.Liveness
+	an *kit.Analysis
 }
 
 func (*session) Finish() error { return nil }
@@ -54,7 +53,7 @@ func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(strin
 	seed := uint64(params.Int("seed"))
 	rng := rand.New(rand.NewPCG(seed, seed^0xc10bbe4))
 	for _, fn := range funcs {
-		live := ss.live[ss.prog.ByFunc[fn]]
+		_, live := ss.an.Func(fn)
 		s := fn.Section
 		for i := fn.Start; i < fn.End; i++ {
 			if !s.CanInsertBefore(i) {

@@ -9,10 +9,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"hijack/cfg/effect"
-	"hijack/emit"
 	"hijack/ibr"
 	"hijack/preset"
+	"hijack/preset/kit"
 	"hijack/rules"
 )
 
@@ -52,9 +51,7 @@ func (session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) 
 	// One snippet per length, shared: snippets are never modified.
 	snips := make([]*ibr.Snippet, maxlen+1)
 	for n := 1; n <= maxlen; n++ {
-		code := make([]byte, n)
-		emit.FillNops(code)
-		snips[n] = &ibr.Snippet{Code: code}
+		snips[n] = &ibr.Snippet{Code: kit.Nops(n)}
 	}
 	after := params.Bool("after")
 	for _, fn := range funcs {
@@ -65,7 +62,7 @@ func (session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) 
 					return err
 				}
 			}
-			if after && i+1 < fn.End && s.CanInsertAfter(i) && fallsThrough(s, i) {
+			if after && i+1 < fn.End && kit.FallThrough(s, i) {
 				if err := s.InsertAfter(i, snips[1+rng.IntN(maxlen)]); err != nil {
 					return err
 				}
@@ -73,14 +70,4 @@ func (session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) 
 		}
 	}
 	return nil
-}
-
-// fallsThrough reports whether instruction i may continue with the next
-// one (and is not a prefix glued to it).
-func fallsThrough(s *ibr.Section, i int) bool {
-	in := &s.Insts[i]
-	if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 {
-		return false
-	}
-	return effect.Of(s.Asm(i), &in.Layout, s.Bytes(i)).Ctrl.FallsThrough()
 }

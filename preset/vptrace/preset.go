@@ -185,9 +185,9 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 	default:
 		st.tls = kit.LocalExec
 	}
-	st.prog = cfg.Build(o)
+	an := kit.Analyze(o)
+	st.prog, st.live = an.Prog, an.Live
 	st.analysis = loops.Analyze(st.prog)
-	st.live = st.prog.Liveness()
 	st.strs.Add("")
 
 	st.secData = x.AddSection(".vptrace", kit.ReadOnly, 8)
