@@ -50,6 +50,12 @@ access). See docs/tuning.md.
   --timeout DUR     per run (default 10m)
   --title TEXT      workload name in the plots
   --keep            keep DIR/work (builds and the reference trace)
+  --no-blockcount   skip the blockcount run: by default the objects are also
+                    built once with the blockcount preset and run, and
+                    results.csv gets exec_covered (the share of block
+                    executions in blocks of score >= T) and score_count_rho
+                    (Spearman: static loop score against measured counts);
+                    blocks.csv lists every block's score and count
   -q, --quiet       no progress lines
 
 Progress goes to stderr, one line per run; the results table to stdout.
@@ -72,6 +78,7 @@ func cmdTune(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "per run")
 	fs.StringVar(&o.Title, "title", "", "workload name")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&o.NoBlockCounts, "no-blockcount", false, "no blockcount run")
 	quiet := fs.BoolP("quiet", "q", false, "no progress")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(tuneSingleDash(args)); err != nil {
@@ -145,7 +152,7 @@ func defaultRuntime() string {
 
 func printTune(w io.Writer, rep *tune.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "T\tH\tsites\tblocks\tplain s\tinst s\tslowdown\trecall\tprecision\tcount err\t")
+	fmt.Fprintln(tw, "T\tH\tsites\tblocks\tplain s\tinst s\tslowdown\trecall\tprecision\tcount err\texec covered\t")
 	f := func(x float64, prec int) string {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return "-"
@@ -171,11 +178,23 @@ func printTune(w io.Writer, rep *tune.Report) {
 			}
 			return f(tune.Median(xs), prec)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t, h, r.Sites, r.Blocks,
+		cov := math.NaN()
+		if rep.Blocks != nil {
+			th := r.Config.Threshold
+			if r.Config.Exact {
+				th = math.Inf(-1)
+			}
+			cov = rep.Blocks.Covered(th)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t, h, r.Sites, r.Blocks,
 			f(tune.Median(r.Plain), 4), f(tune.Median(r.Inst), 4), f(r.Slowdown(), 2),
-			acc(r.Recall, 4), acc(r.Precision, 4), acc(r.CountError, 3))
+			acc(r.Recall, 4), acc(r.Precision, 4), acc(r.CountError, 3), f(cov, 3))
 	}
 	tw.Flush()
+	if bc := rep.Blocks; bc != nil {
+		fmt.Fprintf(w, "block counts (blockcount preset): %d blocks, %d executions; Spearman rank correlation of static score and count: %s; exec covered: share of executions in blocks of score >= T\n",
+			len(bc.Blocks), bc.Execs, f(bc.Rho, 3))
+	}
 	switch {
 	case none && (rep.FloorRecall < tune.StableBar || rep.FloorPrecision < tune.StableBar):
 		fmt.Fprintf(w, "n/c: not comparable: runs of the same exact build differ (recall %s, precision %s against each other; want %g): "+
@@ -194,7 +213,7 @@ func tuneSingleDash(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		for _, long := range []string{"link", "run", "threshold", "pagesize", "reps", "out", "rules", "param", "runtime",
-			"aslr", "timeout", "title", "keep", "quiet", "help"} {
+			"aslr", "timeout", "title", "keep", "no-blockcount", "quiet", "help"} {
 			if a == "-"+long || strings.HasPrefix(a, "-"+long+"=") {
 				a = "-" + a
 			}

@@ -78,9 +78,8 @@ type session struct {
 	x        *kit.Object
 	id       uint64
 	suffix   string
-	prog     *cfg.Program
+	an       *kit.Analysis
 	analysis *loops.Analysis
-	live     map[*cfg.Graph]*cfg.Liveness
 	slots    kit.Slots
 	blocks   []block
 	secData  int
@@ -145,9 +144,8 @@ func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error
 			return nil, fmt.Errorf("blockcount: %w", err)
 		}
 	}
-	ss.prog = cfg.Build(o)
-	ss.analysis = loops.Analyze(ss.prog)
-	ss.live = ss.prog.Liveness()
+	ss.an = kit.Analyze(o)
+	ss.analysis = loops.Analyze(ss.an.Prog)
 	return ss, nil
 }
 
@@ -160,11 +158,10 @@ func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(strin
 		return fmt.Errorf("blockcount: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, ss.slots.Model)
 	}
 	for _, fn := range funcs {
-		g := ss.prog.ByFunc[fn]
+		g, lv := ss.an.Func(fn)
 		if g == nil {
 			continue
 		}
-		lv := ss.live[g]
 		var missed []string
 		for _, b := range g.Blocks {
 			if b.Start >= b.End || fn.Section.Insts[b.Start].Kind != ibr.Code {

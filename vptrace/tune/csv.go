@@ -39,9 +39,14 @@ import (
 //	                     (address-space layout, which thread used which memory);
 //	                     the accuracy columns are over the others, empty if none
 //	compared             runs whose comparison counts
+//	exec_covered         fraction of the workload's block executions (blockcount
+//	                     run) in blocks of score >= T: what T instruments of what ran
+//	score_count_rho      Spearman rank correlation of the blocks' static scores and
+//	                     their execution counts (the same in every row): does the
+//	                     loop score predict execution? Both empty when not measured
 var Columns = []string{"threshold", "pagesize", "slowdown", "recall", "precision", "count_error", "blocks", "sites",
 	"plain_median_s", "inst_median_s", "reps", "mode", "slowdown_q1", "slowdown_q3", "recall_min", "precision_min",
-	"page_recall", "plain_cpu_s", "inst_cpu_s", "cpu_slowdown", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs", "layout_stable", "compared"}
+	"page_recall", "plain_cpu_s", "inst_cpu_s", "cpu_slowdown", "pairs", "ref_pairs", "events", "drops", "trace_mb", "shifted", "output_differs", "layout_stable", "compared", "exec_covered", "score_count_rho"}
 
 // RunColumns are the columns of runs.csv, one row per repetition: those
 // of results.csv for one run, and self_recall, self_precision (the run
@@ -59,10 +64,17 @@ func Write(dir string, rep *Report, title string) ([]string, error) {
 	var files []string
 	for _, f := range []struct {
 		name  string
-		write func(io.Writer, []*Result) error
-	}{{"results.csv", WriteCSV}, {"runs.csv", WriteRunsCSV}} {
+		write func(io.Writer) error
+	}{
+		{"results.csv", func(w io.Writer) error { return WriteCSV(w, rep.Results, rep.Blocks) }},
+		{"runs.csv", func(w io.Writer) error { return WriteRunsCSV(w, rep.Results) }},
+		{"blocks.csv", func(w io.Writer) error { return WriteBlocksCSV(w, rep.Blocks) }},
+	} {
+		if f.name == "blocks.csv" && rep.Blocks == nil {
+			continue
+		}
 		p := filepath.Join(dir, f.name)
-		if err := writeFile(p, func(w io.Writer) error { return f.write(w, rep.Results) }); err != nil {
+		if err := writeFile(p, f.write); err != nil {
 			return files, err
 		}
 		files = append(files, p)
@@ -108,7 +120,7 @@ func mode(c Config) string {
 }
 
 // WriteCSV writes results.csv.
-func WriteCSV(w io.Writer, rs []*Result) error {
+func WriteCSV(w io.Writer, rs []*Result, bc *BlockCounts) error {
 	cw := csv.NewWriter(w)
 	cw.Write(Columns)
 	for _, r := range rs {
@@ -136,10 +148,31 @@ func WriteCSV(w io.Writer, rs []*Result) error {
 			ff(q1, 4), ff(q3, 4), acc(Min, r.Recall), acc(Min, r.Precision), acc(Median, r.PageRecall),
 			ff(Median(r.PlainCPU), 6), ff(Median(r.InstCPU), 6), ff(Median(r.InstCPU)/Median(r.PlainCPU), 4), ff(medianInts(r.Pairs), 0), ff(medianInts(r.RefPairs), 0),
 			ff(medianInts(r.Events), 0), ff(medianInts(r.Drops), 0), ff(medianInts(r.TraceBytes)/1e6, 3),
-			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers), stable, strconv.Itoa(r.Compared())})
+			ff(Median(r.Shifted), 4), strconv.Itoa(r.OutputDiffers), stable, strconv.Itoa(r.Compared()),
+			covered(bc, c), rho(bc)})
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// covered is the exec_covered column of a configuration: the exact mode
+// instruments every block.
+func covered(bc *BlockCounts, c Config) string {
+	if bc == nil {
+		return ""
+	}
+	t := c.Threshold
+	if c.Exact {
+		t = math.Inf(-1)
+	}
+	return ff(bc.Covered(t), 5)
+}
+
+func rho(bc *BlockCounts) string {
+	if bc == nil {
+		return ""
+	}
+	return ff(bc.Rho, 4)
 }
 
 // WriteRunsCSV writes runs.csv.

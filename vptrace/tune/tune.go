@@ -60,6 +60,10 @@ type Options struct {
 	Progress io.Writer
 	// Title names the workload in plots (default: the run command).
 	Title string
+	// NoBlockCounts skips the blockcount run, which measures how often
+	// each block runs and how well its static score predicts that
+	// (results.csv's exec_covered and score_count_rho, blocks.csv).
+	NoBlockCounts bool
 }
 
 // Result is what one configuration measured.
@@ -150,6 +154,9 @@ type Report struct {
 	// Unstable: runs whose comparison does not count (see judge).
 	Unstable int
 	Elapsed  time.Duration
+	// Blocks: the workload's block counts (the blockcount preset), nil
+	// when not measured (Options.NoBlockCounts, or it failed: a warning).
+	Blocks *BlockCounts
 }
 
 // StableBar is the least recall and precision that runs of one build
@@ -417,6 +424,9 @@ func (e *experiment) run(ctx context.Context) (*Report, error) {
 			}
 		}
 		b.first = nil // its runs are compared
+	}
+	if !e.o.NoBlockCounts {
+		e.blockCounts(ctx)
 	}
 	e.judge()
 	e.rep.Elapsed = time.Since(e.start)

@@ -297,7 +297,7 @@ func TestJudge(t *testing.T) {
 			builds: []*build{{cfg: tc.ref.Config, res: tc.ref}, {cfg: tc.run.Config, res: tc.run}}}
 		e.judge()
 		var buf bytes.Buffer
-		if err := WriteCSV(&buf, []*Result{tc.ref, tc.run}); err != nil {
+		if err := WriteCSV(&buf, []*Result{tc.ref, tc.run}, nil); err != nil {
 			t.Fatal(err)
 		}
 		recs, err := csv.NewReader(&buf).ReadAll()
@@ -391,7 +391,7 @@ func TestCSVSchema(t *testing.T) {
 			Recall: []float64{0.5, 0.7}, Precision: []float64{1, 1}},
 	}
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, rs); err != nil {
+	if err := WriteCSV(&buf, rs, nil); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&buf).ReadAll()
