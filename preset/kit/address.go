@@ -37,10 +37,8 @@ func DispRel(f *elfobj.File, s *ibr.Section, i int) (Rel, bool) {
 // inserted code can use it to compute the same address (with LeaQ), plus
 // extra bytes. shift is how far the inserted code moved rsp (Save's
 // result), which an rsp-based address makes up for. m's segment is left
-// to the caller (lea ignores it). rel describes the relocation of m's
-// displacement: its type and symbol, and the target's offset from the
-// symbol (a PC-relative field's addend counted from the end of the
-// instruction, not of the field); the zero Rel is none. link is the
+// to the caller (lea ignores it). rel is the relocation of m's
+// displacement (DispRel finds it; the zero Rel is none); link is the
 // section place a RIP-relative operand without relocation refers to. Only
 // 64-bit addresses are supported.
 func (b *Builder) Address(m x86asm.Mem, rel Rel, link *ibr.Link, shift int32, extra int64) (snippet.Operand, error) {

@@ -20,7 +20,8 @@
 //     preset added) or a place in the section the code goes into (Link:
 //     the target of a RIP-relative operand hijack resolved without a
 //     relocation). Builder, a snippet.Builder that also takes Refs
-//     (Builder.RIP, Builder.Abs, Builder.Field, Builder.Address), assembles
+//     (Builder.RIP, Builder.Abs, Builder.Field, and Builder.Address for
+//     the instrumented instruction's own operand with its DispRel), assembles
 //     into an *ibr.Snippet whose Relocs and Links say exactly that: no
 //     symbol name carries an index or a link.
 //   - What an object gains once: new sections and local symbols (Object),

@@ -15,9 +15,10 @@ var ErrNoScratch = errors.New("no register to spare")
 // up; when too few are dead, live ones from r15 down, which the code must
 // save and restore (borrowed, a subset of free, to pass to Builder.Save
 // and Restore). It never chooses a register of reserved (rsp, say, or one
-// the code reads for its own purpose) nor borrows one of uses (what the
-// instruction the code serves reads: a borrowed register holds the
-// inserted code's value until it is restored). The error is ErrNoScratch.
+// the code reads for its own purpose), nor borrows one of uses: registers
+// whose program values the code reads (those of an address it computes),
+// which it may already have overwritten as a scratch register by then. The
+// error is ErrNoScratch.
 func Scratch(need int, live, reserved, uses effect.RegSet) (free, borrowed []effect.Reg, err error) {
 	for r := effect.Reg(0); r < 16 && len(free) < need; r++ {
 		if !reserved.Has(r) && !live.Has(r) {
