@@ -71,8 +71,10 @@ struct vpt_event {
 #define VTF_KEYED   32u  /* the thread's key is set: its destructor will run */
 #define VTF_FINAL   64u  /* the exit flush ran on this thread */
 #define VTF_MEMO    128u /* range_record is using the thread's range memo */
+#define VTF_BLOCKS  256u /* the thread holds (or waits for) the blockcount lock (rt_blocks.c) */
 
 struct vpt_buf;
+struct vpt_bcrec;
 struct vpt_thread {
 	uint64_t cur;          /* 0 */
 	uint64_t end;          /* 8 */
@@ -84,7 +86,7 @@ struct vpt_thread {
 	uint64_t events;       /* 48: cumulative events handed off */
 	uint64_t tstart;       /* 56 */
 	uint32_t tid;          /* 64 */
-	uint32_t pad;
+	uint32_t dtors;        /* 68: times the key destructor ran (rt_blocks.c) */
 	char name[16];         /* 72: thread name at its first event */
 	/* 88: pages this thread recorded recently, with the kinds of access
 	 * (read, write) it recorded them for: entries ((page+1) << 2) + epoch
@@ -100,7 +102,9 @@ struct vpt_thread {
 	/* 96: the slot arrays vpt_slots mapped for this thread (objects of
 	 * tls: indirect, ABI.md), a list; unmapped by the key destructor */
 	struct vpt_slothdr *slots;
-	uint64_t pad3[3];      /* 104 */
+	/* 104: the thread's block counters of blockcount objects (rt_blocks.c), a list */
+	struct vpt_bcrec *blocks;
+	uint64_t pad3[2];      /* 112 */
 };
 
 /* The head of a slot array of an object of tls: indirect: the mapping
@@ -301,6 +305,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define W_BUFS 4u
 #define W_BACKLOG 8u
 #define W_MAXOBJ 16u
+#define W_BLOCKS 32u
 
 /* chunks (rt_output.c) */
 #define CH_HEADER 1
@@ -312,11 +317,13 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define CH_NOTE 7
 #define CH_END 8
 #define CH_STATUS 9
+#define CH_BLOCKS 10
+#define CH_COUNTS 11
 
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
 #define FMT_MAJOR 1
-#define FMT_MINOR 1
+#define FMT_MINOR 2
 
 static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
@@ -421,6 +428,7 @@ extern HIDDEN void vrt_thread_key(struct vpt_thread *t);
 extern HIDDEN void vrt_thread_chunk(struct vpt_thread *t);
 extern HIDDEN void vrt_cache_unmap(struct vpt_thread *t);
 extern HIDDEN void vrt_drop(struct vpt_thread *t);
+extern HIDDEN int vrt_thread_ident(struct vpt_thread *t);
 extern HIDDEN struct vpt_buf *vrt_handoff(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, int exiting);
 
 /* rt_slots.c */
@@ -430,6 +438,11 @@ extern HIDDEN void vrt_key_dtor(void *arg);
 
 /* rt_exit.c */
 extern HIDDEN void vrt_flush_now(void);
+
+/* rt_blocks.c */
+void vpt_blocks_thread_c(uint64_t desc) HIDDEN;
+extern HIDDEN void vrt_blocks_thread_exit(struct vpt_thread *t);
+extern HIDDEN void vrt_blocks_snapshot(void);
 #endif /* VPT_RT_C */
 #endif
 #endif

@@ -64,6 +64,8 @@ static void finalize(void)
 	t->flags |= VTF_INBATCH;
 	if (sys_getpid() != vpt_pid)
 		vrt_child_fixup(0);
+	/* every thread's block counts, before the END */
+	vrt_blocks_snapshot();
 	if (LOAD(&vrt_mode) == MODE_GO) {
 		int gs = GO_NONE;
 		/* lock a consumer that has not started yet out for good, or
@@ -94,7 +96,8 @@ __attribute__((destructor(101))) static void vpt_fini(void)
 
 /* Write what every thread recorded so far to the file and return when it
  * is there: through the Go consumer when it runs, else (a fork child, no
- * answer in time) by this thread, raw. With VTF_INBATCH clear. */
+ * answer in time) by this thread, raw; and every thread's block counts.
+ * With VTF_INBATCH clear. */
 HIDDEN void vrt_flush_now(void)
 {
 	struct vpt_thread *t = &vpt_t;
@@ -106,6 +109,7 @@ HIDDEN void vrt_flush_now(void)
 		vrt_c_steal_all(1);
 		t->flags &= ~VTF_INBATCH;
 	}
+	vrt_blocks_snapshot();
 }
 
 /* ------------------------------------------------------------------ */

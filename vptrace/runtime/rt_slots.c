@@ -149,6 +149,8 @@ HIDDEN void vrt_key_dtor(void *arg)
 		return;
 	t->flags |= VTF_INBATCH;
 	t->end = 0;
+	/* the thread's block counts (its counters are TLS: still there) */
+	vrt_blocks_thread_exit(t);
 	if (LOAD(&vrt_init_state) == ST_READY) {
 		if (sys_getpid() != vpt_pid)
 			vrt_child_fixup(0);

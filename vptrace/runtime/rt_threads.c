@@ -295,6 +295,28 @@ static int thread_ready(struct vpt_thread *t)
 	return ST_READY;
 }
 
+/* With VTF_INBATCH set: what a thread needs to have its block counts
+ * written (rt_blocks.c): the runtime initialised, the thread's serial and
+ * tid (its THREAD chunk) and its TLS destructor; no buffer, no cache.
+ * Returns ST_*. */
+HIDDEN int vrt_thread_ident(struct vpt_thread *t)
+{
+	int st = vrt_core_init();
+	if (st != ST_READY)
+		return st;
+	if (!LOAD(&vrt_atfork_registered) && sys_getpid() != vpt_pid)
+		vrt_child_fixup(0);
+	if ((st = LOAD(&vrt_init_state)) != ST_READY)
+		return st;
+	if (LOAD(&vrt_clock_pid) != vpt_pid)
+		vrt_clock_bump();
+	if (!(t->flags & VTF_SETUP))
+		thread_setup(t);
+	if (!(t->flags & VTF_KEYED))
+		vrt_thread_key(t);
+	return ST_READY;
+}
+
 /* after the exit flush: events are written one by one */
 static int write_through_mode(struct vpt_thread *t)
 {

@@ -714,6 +714,50 @@ vpt_slots:
 	.size vpt_slots, .-vpt_slots
 
 /*
+ * vpt_blocks_thread: the calling thread's first call for a blockcount
+ * object (its TLS word 0 is 0; ABI.md "blockcount"), the return address
+ * pointing at nopl desc(%rip) (the object's struct vpt_blocks); the red
+ * zone was stepped over, the stack alignment is unknown. Saves everything
+ * like vpt_slots (once per thread and object: the C code may call libc)
+ * and calls vpt_blocks_thread_c(desc), which registers the thread's
+ * counters and sets word 0.
+ */
+	.globl vpt_blocks_thread
+	.type vpt_blocks_thread, @function
+	.p2align 4
+vpt_blocks_thread:
+	.cfi_startproc
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	PUSH_CFI rax, rcx, rdx, rsi, rdi, r8  /* 0 r8 .. 40 rax, 48 flags, 56 ret */
+	cld
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -72
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	movq 64(%rbp), %rax             /* return address -> nopl desc(%rip) */
+	movslq 3(%rax), %rdi
+	leaq 7(%rax,%rdi), %rdi         /* the descriptor */
+	XSAVE_CALL vpt_blocks_thread_c
+	leaq -24(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %rbp
+	.cfi_def_cfa %rsp, 64
+	.cfi_restore %rbp
+	POP_CFI r8, rdi, rsi, rdx, rcx, rax
+	popfq
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size vpt_blocks_thread, .-vpt_blocks_thread
+
+/*
  * vpt_xsave_init: computes vpt_xsave_mask (XCR0 & x87|SSE|AVX|opmask|
  * ZMM_Hi256|Hi16_ZMM: everything C code may touch; AMX tiles, PKRU, CET are
  * left alone) and vpt_xsave_size (end of the highest component in the

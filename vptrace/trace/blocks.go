@@ -32,8 +32,12 @@ type BlockObject struct {
 	ID      uint64 // vpt_blocks.id (FNV-1a of the original object)
 	TPOff   int64  // vpt_blocks.tpoff when the chunk was written
 	NameOff uint32
-	Blocks  []BlockRec
-	Strs    []byte
+	// Same: the object is loaded again where an earlier registration of
+	// the same object was (the same id, blocks and strings): the chunk
+	// holds no tables, they are that registration's (Load copies them).
+	Same   uint32
+	Blocks []BlockRec
+	Strs   []byte
 }
 
 // Str returns the NUL-terminated string at off in the object's string table.
@@ -97,7 +101,7 @@ func (o *BlockObject) AppendPayload(dst []byte) []byte {
 	e.u32(uint32(len(o.Blocks)))
 	e.u32(uint32(len(o.Strs)))
 	e.u32(o.NameOff)
-	e.u32(0)
+	e.u32(o.Same)
 	for i := range o.Blocks {
 		e.b = o.Blocks[i].Append(e.b)
 	}
@@ -112,7 +116,7 @@ func DecodeBlockObject(p []byte) (*BlockObject, error) {
 	nblocks := d.u32()
 	nstrs := d.u32()
 	o.NameOff = d.u32()
-	d.u32()
+	o.Same = d.u32()
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -232,6 +236,9 @@ type blockKey struct {
 func (b *builder) blockObject(o *BlockObject) {
 	if _, dup := b.t.blockObjs[o.Reg]; dup {
 		return
+	}
+	if same := b.t.blockObjs[o.Same]; same != nil && o.Same != o.Reg && len(o.Blocks) == 0 && len(o.Strs) == 0 {
+		o.Blocks, o.Strs = same.Blocks, same.Strs
 	}
 	b.t.blockObjs[o.Reg] = o
 	b.t.BlockObjects = append(b.t.BlockObjects, o)

@@ -40,8 +40,9 @@ func blockSample(t testing.TB) []byte {
 	// thread 80, two instances (serials 2 and 3)
 	w.BlockCounts(&BlockCounts{Serial: 2, TID: 80, Reg: 1, Flags: CountsFinal, Name: "w1", Counts: []BlockCount{{1, 7}}})
 	w.BlockCounts(&BlockCounts{Serial: 3, TID: 80, Reg: 1, Flags: CountsFinal, Name: "w2", Counts: []BlockCount{{1, 5}}})
-	// the object loaded again (registration 3): fresh counters, same blocks
-	w.BlockObject(hot(3, 0x4000))
+	// the object loaded again where it was (registration 3): fresh
+	// counters, its tables those of registration 1
+	w.BlockObject(&BlockObject{Reg: 3, Version: 1, Desc: 0x4000, ID: 0xfeed, TPOff: -64, NameOff: 1, Same: 1})
 	w.BlockCounts(&BlockCounts{Serial: 3, TID: 80, Reg: 3, Flags: CountsFinal, Name: "w2", Counts: []BlockCount{{1, 11}, {2, 2}}})
 	// a registration without its BLOCKS chunk (damage)
 	w.BlockCounts(&BlockCounts{Serial: 1, TID: 77, Reg: 9, Name: "bc", Counts: []BlockCount{{4, 9}}})
@@ -92,6 +93,9 @@ func TestBlockCounts(t *testing.T) {
 	b := tr.Block(BlockID{1, 1})
 	if !b.Known() || b.Where() != "loop+0x10" || b.LoopDepth != 1 || b.Score != 2000000 || b.Insns != 6 || b.Object.Name() != "hot.o" {
 		t.Errorf("block 1.1: %+v %s", b, b.Where())
+	}
+	if o := tr.BlockObjects[2]; o.Reg != 3 || o.Same != 1 || len(o.Blocks) != 3 || o.Name() != "hot.o" {
+		t.Errorf("registration 3: %+v", o)
 	}
 	if b := tr.Block(BlockID{9, 4}); b.Known() || b.Where() != "?9.4" {
 		t.Errorf("unknown block: %+v", b)
