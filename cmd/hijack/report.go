@@ -19,6 +19,7 @@ import (
 )
 
 const reportUsage = `Usage: hijack report [--csv | --json] [--thread TID] [--top N] TRACE...
+       hijack report --blocks [--csv | --json] [--thread TID] [--top N] TRACE...
 
 Summarises vptrace trace files (what a program linked with libvptrace.a
 writes to VPTRACE_OUT): per thread, the pages it touched, its working set,
@@ -39,6 +40,18 @@ them all. A file holding more than one process's trace is refused.
                   (default 10; 0: all)
   --heatmap FILE  pages x time image (.png or .svg), per --thread or all,
                   --kind reads|writes|all (hijack report --heatmap x.png -h)
+  --blocks        block counts instead (objects of the blockcount preset):
+                  how often each basic block ran, per thread, the hottest
+                  first, with its function, offset (of its first
+                  instruction in the original function), loop depth and
+                  static loop score; the table adds each block's total
+                  over the threads (thread "all"), --top rows of each
+                  (default 10; 0: all). --csv: one row per (thread, block)
+                  with a nonzero count, the hottest first (all of them
+                  unless --top is given):
+                  thread,function,offset,count,loop_depth,score
+                  --json: the same rows and the totals. A trace without
+                  block counts is an error (exit 1)
 
 Counts are events: in the default mode an event is "this instruction moved
 to this page, which the thread had not recorded lately for this kind of
@@ -54,8 +67,10 @@ trace, holds more than one process, or the report cannot be written,
 
 type reportOpts struct {
 	csv, json bool
+	blocks    bool  // --blocks: block counts
 	thread    int64 // -1: all
 	top       int
+	topSet    bool // --top given
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
@@ -69,6 +84,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.json, "json", false, "JSON")
 	fs.Int64Var(&o.thread, "thread", -1, "only this kernel TID")
 	fs.IntVar(&o.top, "top", 10, "rows per table")
+	fs.BoolVar(&o.blocks, "blocks", false, "block counts (blockcount preset)")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(reportSingleDash(args)); err != nil {
 		return usageError(stderr, "report", "%v", err)
@@ -86,6 +102,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if o.top < 0 {
 		return usageError(stderr, "report", "--top must be >= 0, not %d", o.top)
 	}
+	o.topSet = fs.Changed("top")
 	var traces []*trace.Trace
 	for _, path := range fs.Args() {
 		tr, err := loadTrace(path, stderr)
@@ -111,9 +128,21 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if o.blocks {
+		has := false
+		for _, tr := range traces {
+			has = has || tr.HasBlocks()
+		}
+		if !has {
+			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(noBlocks(fs.Args()).Error()))
+			return exitFailure
+		}
+	}
 	w := bufio.NewWriter(stdout)
 	var err error
 	switch {
+	case o.blocks:
+		err = reportBlocks(w, traces, &o)
 	case o.csv:
 		err = reportCSV(w, traces, &o)
 	case o.json:
@@ -191,7 +220,7 @@ func warnings(tr *trace.Trace) []string {
 func reportSingleDash(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		for _, long := range []string{"csv", "json", "thread", "top", "help"} {
+		for _, long := range []string{"csv", "json", "thread", "top", "blocks", "help"} {
 			if a == "-"+long || strings.HasPrefix(a, "-"+long+"=") {
 				a = "-" + a
 			}
@@ -396,6 +425,10 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 		fmt.Fprintf(w, "; %d events DROPPED", drops)
 	}
 	fmt.Fprintln(w)
+	if tr.HasBlocks() {
+		objs, _, _, execs := blockObjects(tr)
+		fmt.Fprintf(w, "block counts: %d blockcount object(s), %d block executions (hijack report --blocks)\n", objs, execs)
+	}
 	for _, n := range tr.Notes {
 		kind := map[uint32]string{trace.NoteText: "note", trace.NoteStart: "start", trace.NoteStop: "stop",
 			trace.NoteWarning: "WARNING", trace.NoteFork: "fork", trace.NoteExec: "exec", trace.NoteExecFailed: "exec-err"}[n.Kind]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -306,3 +307,176 @@ func TestReportExitCodes(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// writeBlocksTrace writes a trace with block counts only: two objects (one
+// registered twice: loaded, unloaded, loaded again), three threads.
+func writeBlocksTrace(t *testing.T, dir string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf)
+	w.Begin(&trace.Header{PID: 900, PPID: 1, Program: "./bc", Cmdline: []string{"./bc", "-n", "3"}})
+	strs := []byte("\x00hot.o\x00inner\x00main\x00")
+	w.BlockObject(&trace.BlockObject{Reg: 1, Version: 1, ID: 0xaa, NameOff: 1, Strs: strs, Blocks: []trace.BlockRec{
+		{Func: 13, Off: 0x0, Score: 0, LoopDepth: 0, Insns: 4},
+		{Func: 7, Off: 0x1c, Score: 2500000, LoopDepth: 2, Insns: 3},
+		{Func: 7, Off: 0x40, Score: 1000000, LoopDepth: 1, Insns: 5},
+	}})
+	w.BlockObject(&trace.BlockObject{Reg: 2, Version: 1, ID: 0xbb, NameOff: 1, Strs: []byte("\x00lib.o\x00f\x00"),
+		Blocks: []trace.BlockRec{{Func: 7, Off: 0x8, Score: 500000, LoopDepth: 1}}})
+	w.ThreadStart(&trace.ThreadStart{Serial: 1, TID: 900, Name: "bc"})
+	w.BlockCounts(&trace.BlockCounts{Serial: 1, TID: 900, Reg: 1, Counts: counts(0, 1, 1, 5000, 2, 70)})
+	w.BlockCounts(&trace.BlockCounts{Serial: 2, TID: 901, Reg: 1, Flags: trace.CountsFinal, Counts: counts(0, 1, 1, 800, 2, 40)})
+	w.BlockCounts(&trace.BlockCounts{Serial: 3, TID: 902, Reg: 2, Counts: counts(0, 99)})
+	w.BlockObject(&trace.BlockObject{Reg: 3, Version: 1, ID: 0xbb, NameOff: 1, Same: 2})
+	w.BlockCounts(&trace.BlockCounts{Serial: 3, TID: 902, Reg: 3, Counts: counts(0, 1)})
+	// a later, larger snapshot of thread 900
+	w.BlockCounts(&trace.BlockCounts{Serial: 1, TID: 900, Reg: 1, Flags: trace.CountsFinal, Counts: counts(0, 1, 1, 6000, 2, 70)})
+	w.End(&trace.End{Time: 50, Flags: trace.EndClean})
+	w.Flush()
+	path := filepath.Join(dir, "bc.vpt")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// counts builds block counts from (block, count) pairs.
+func counts(pairs ...uint64) []trace.BlockCount {
+	var c []trace.BlockCount
+	for i := 0; i+1 < len(pairs); i += 2 {
+		c = append(c, trace.BlockCount{Block: uint32(pairs[i]), Count: pairs[i+1]})
+	}
+	return c
+}
+
+func TestReportBlocksCSV(t *testing.T) {
+	path := writeBlocksTrace(t, t.TempDir())
+	code, out, errs := runReport(t, "--blocks", "--csv", path)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "thread,function,offset,count,loop_depth,score\n" +
+		"900,inner,0x1c,6000,2,2.5\n" +
+		"901,inner,0x1c,800,2,2.5\n" +
+		"902,f,0x8,100,1,0.5\n" +
+		"900,inner,0x40,70,1,1\n" +
+		"901,inner,0x40,40,1,1\n" +
+		"900,main,0x0,1,0,0\n" +
+		"901,main,0x0,1,0,0\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	// --top, --thread, single-dash spellings
+	code, out, _ = runReport(t, "-blocks", "-csv", "-top", "2", path)
+	if code != 0 || out != strings.Join(strings.SplitAfter(want, "\n")[:3], "") {
+		t.Errorf("--top 2: exit %d\n%s", code, out)
+	}
+	code, out, _ = runReport(t, "--blocks", "--csv", "--thread", "901", path)
+	if code != 0 || out != "thread,function,offset,count,loop_depth,score\n901,inner,0x1c,800,2,2.5\n901,inner,0x40,40,1,1\n901,main,0x0,1,0,0\n" {
+		t.Errorf("--thread 901: exit %d\n%s", code, out)
+	}
+}
+
+func TestReportBlocksText(t *testing.T) {
+	path := writeBlocksTrace(t, t.TempDir())
+	code, out, errs := runReport(t, "--blocks", "--top", "3", path)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows [][]string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 && f[0] != "thread" {
+			rows = append(rows, f)
+		}
+	}
+	want := [][]string{ // the 3 hottest blocks over all threads, then of a thread
+		{"all", "inner", "0x1c", "6800", "2", "2.5"},
+		{"all", "inner", "0x40", "110", "1", "1"},
+		{"all", "f", "0x8", "100", "1", "0.5"},
+		{"900", "inner", "0x1c", "6000", "2", "2.5"},
+		{"901", "inner", "0x1c", "800", "2", "2.5"},
+		{"902", "f", "0x8", "100", "1", "0.5"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows:\n%s", len(rows), out)
+	}
+	for i := range want {
+		if strings.Join(rows[i], " ") != strings.Join(want[i], " ") {
+			t.Errorf("row %d: %v, want %v", i, rows[i], want[i])
+		}
+	}
+	for _, s := range []string{"pid 900", "./bc -n 3", "2 blockcount object(s) (3 loads), 4 blocks; 3 thread(s) counted 7012 block executions", "loop_depth"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("lacks %q:\n%s", s, out)
+		}
+	}
+	// one thread: no totals
+	_, out, _ = runReport(t, "--blocks", "--thread", "902", path)
+	if strings.Contains(out, " all ") || !strings.Contains(out, "902  f") {
+		t.Errorf("--thread 902:\n%s", out)
+	}
+	// the default report mentions the counts
+	_, out, _ = runReport(t, path)
+	if !strings.Contains(out, "block counts: 2 blockcount object(s), 7012 block executions (hijack report --blocks)") {
+		t.Errorf("default report:\n%s", out)
+	}
+}
+
+func TestReportBlocksJSON(t *testing.T) {
+	path := writeBlocksTrace(t, t.TempDir())
+	code, out, _ := runReport(t, "--blocks", "--json", path)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var v struct {
+		Traces []struct {
+			PID     uint32   `json:"pid"`
+			Objects []string `json:"objects"`
+			Blocks  []struct {
+				Thread, Function, Offset, Object string
+				Count                            uint64
+				LoopDepth                        int     `json:"loop_depth"`
+				Score                            float64 `json:"score"`
+				Insns                            int     `json:"insns"`
+			} `json:"blocks"`
+			Totals []struct {
+				Thread string
+				Count  uint64
+			} `json:"totals"`
+		} `json:"traces"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	tr := v.Traces[0]
+	b := tr.Blocks[0]
+	if tr.PID != 900 || len(tr.Objects) != 3 || len(tr.Blocks) != 7 || len(tr.Totals) != 4 ||
+		b.Thread != "900" || b.Function != "inner" || b.Offset != "0x1c" || b.Count != 6000 || b.LoopDepth != 2 ||
+		b.Score != 2.5 || b.Insns != 3 || b.Object != "hot.o" || tr.Totals[0].Thread != "all" || tr.Totals[0].Count != 6800 {
+		t.Errorf("%+v", tr)
+	}
+}
+
+// TestReportBlocksNone: a trace without block counts is an error for
+// --blocks (one line, exit 1), in every format; with several traces, one
+// with counts is enough, the others say they have none.
+func TestReportBlocksNone(t *testing.T) {
+	dir := t.TempDir()
+	pages := writeTrace(t, dir, true)
+	for _, mode := range [][]string{nil, {"--csv"}, {"--json"}} {
+		code, out, errs := runReport(t, append(append([]string{"--blocks"}, mode...), pages)...)
+		if code != 1 || out != "" || errs != "hijack: "+pages+": no block counts (no object of the program was instrumented with the blockcount preset)\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", mode, code, out, errs)
+		}
+	}
+	blocks := writeBlocksTrace(t, dir)
+	code, out, errs := runReport(t, "--blocks", pages, blocks)
+	if code != 0 || errs != "" || !strings.Contains(out, "app.vpt: pid 4242") || !strings.Contains(out, "no block counts (no object instrumented with the blockcount preset)") || !strings.Contains(out, "6800") {
+		t.Errorf("two traces: exit %d, stderr %q\n%s", code, errs, out)
+	}
+	// help names the option and the CSV columns
+	var so bytes.Buffer
+	if run([]string{"help", "report"}, &so, io.Discard) != 0 || !strings.Contains(so.String(), "--blocks") || !strings.Contains(so.String(), "thread,function,offset,count,loop_depth,score") {
+		t.Errorf("hijack help report:\n%s", so.String())
+	}
+}
