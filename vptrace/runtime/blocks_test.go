@@ -329,6 +329,24 @@ func TestBlocksExec(t *testing.T) {
 	}
 }
 
+// TestBlocksChurn: threads registering, counting and exiting in waves (the
+// kernel reuses their TIDs) while another thread writes everyone's counts
+// (vptrace_flush) again and again: every count exact.
+func TestBlocksChurn(t *testing.T) {
+	for _, b := range bcBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			r := runBC(t, b, nil, "churn")
+			want := blockExpectations(t, r.stdout)
+			tr := load(t, r.trace)
+			checkClean(t, tr)
+			if strings.Count(r.stdout, "E ") < 12*16*3 {
+				t.Fatalf("bc said:\n%s", r.stdout)
+			}
+			compareBlocks(t, tr, want[int(tr.Header.PID)])
+		})
+	}
+}
+
 // TestBlocksOff: with tracing off there is no file, and the program runs.
 func TestBlocksOff(t *testing.T) {
 	r := runBC(t, bcBuilds[0], []string{"VPTRACE=off"}, "threads")

@@ -18,6 +18,8 @@
  *                  unloaded while one of them lives, loaded and counted
  *                  again
  *   exec           main counts, then execs itself (mode idle: nothing)
+ *   churn          12 waves of 16 threads count and exit while another
+ *                  thread calls vptrace_flush in a loop
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -304,6 +306,49 @@ static int mode_dlopen(void)
 	return 0;
 }
 
+/* ---- churn ---- */
+
+int vptrace_flush(void);
+static volatile int churning = 1;
+
+static void *churner(void *arg)
+{
+	long i = (long)arg;
+	do_work(i % 13);
+	do_bwork(i % 5);
+	do_work(1);
+	report();
+	return NULL;
+}
+
+/* vptrace_flush writes every registered thread's counts, while threads
+ * register and exit */
+static void *flusher(void *arg)
+{
+	(void)arg;
+	while (churning)
+		vptrace_flush();
+	return NULL;
+}
+
+static int mode_churn(void)
+{
+	pthread_t fl, th[16];
+	bcb_ctor();
+	if (pthread_create(&fl, NULL, flusher, NULL) != 0)
+		return 1;
+	for (long wave = 0; wave < 12; wave++) {
+		for (long k = 0; k < 16; k++)
+			if (pthread_create(&th[k], NULL, churner, (void *)(wave * 16 + k)) != 0)
+				return 1;
+		for (int k = 0; k < 16; k++)
+			pthread_join(th[k], NULL);
+	}
+	churning = 0;
+	pthread_join(fl, NULL);
+	return 0;
+}
+
 /* ---- exec ---- */
 
 static int mode_exec(const char *self)
@@ -322,6 +367,8 @@ int main(int argc, char **argv)
 		return mode_exec(argv[0]);
 	if (argc >= 2 && !strcmp(argv[1], "idle"))
 		return 0;
+	if (argc >= 2 && !strcmp(argv[1], "churn"))
+		return mode_churn();
 	if (argc >= 2 && !strcmp(argv[1], "threads"))
 		return mode_threads();
 	if (argc >= 2 && !strcmp(argv[1], "fork"))
@@ -332,6 +379,6 @@ int main(int argc, char **argv)
 		libpath = argv[2];
 		return mode_dlopen();
 	}
-	fprintf(stderr, "usage: bc threads|fork [_exit]|regs|dlopen LIB|exec\n");
+	fprintf(stderr, "usage: bc threads|fork [_exit]|regs|dlopen LIB|exec|churn\n");
 	return 2;
 }
