@@ -28,6 +28,8 @@ variable that touched them, and totals by function and by variable.
 Every process image writes its own file (a fork child, and the program an
 exec starts, too: see vptrace.h for the names); give several files to see
 them all. A file holding more than one process's trace is refused.
+Objects of the blockcount preset add to the same files how often each of
+their basic blocks ran, per thread: --blocks reports those.
 
   (default)       readable tables
   --csv           one row per (thread, page):

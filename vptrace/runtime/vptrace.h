@@ -15,7 +15,9 @@
  *
  * Nothing needs to be called: instrumented objects register themselves
  * (vpt_register, from a constructor hijack emits) and tracing starts at the
- * first event. The functions below are optional controls.
+ * first event. The functions below are optional controls. Objects of the
+ * blockcount preset register too (vpt_blocks_register): their per-thread
+ * block counts go to the same trace file (hijack report --blocks).
  *
  * Environment (read once, at the first registration or event):
  *   VPTRACE_OUT=PATH        trace file; "%p" is replaced by the process id
