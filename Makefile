@@ -9,6 +9,7 @@
 #   make e2e          the e2e suite only   (E2E_FLAGS='-short' or '-run Csmith')
 #   make e2e-clobber  the differential part of the suite with the clobber preset
 #   make e2e-vptrace  ... with vptrace (T=0), linked with the runtime
+#   make e2e-blockcount ... with blockcount (every block counted), linked with the runtime
 #   make bench        Go benchmarks, including the e2e rewrite/run benchmarks
 #   make fuzz-short   every Go fuzz target for FUZZTIME each
 #   make realworld    Debian packages' own test suites built plain, pad, clobber and vptrace
@@ -31,7 +32,7 @@ export HIJACK HIJACK_RULES HIJACK_LDLIBS
 # Build bin/hijack first only when it is the rewriter under test.
 BUILD_IF_DEFAULT := $(if $(filter $(CURDIR)/bin/hijack bin/hijack,$(HIJACK)),build)
 
-.PHONY: all build deps test unit e2e e2e-short e2e-clobber e2e-vptrace demo demo-pad bench fuzz-short clean distclean realworld realworld-short
+.PHONY: all build deps test unit e2e e2e-short e2e-clobber e2e-vptrace e2e-blockcount demo demo-pad bench fuzz-short clean distclean realworld realworld-short
 
 all: build
 
@@ -50,6 +51,7 @@ test: deps $(BUILD_IF_DEFAULT)
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory e2e-clobber
 	@$(MAKE) --no-print-directory e2e-vptrace
+	@$(MAKE) --no-print-directory e2e-blockcount
 	@$(MAKE) --no-print-directory realworld-short
 
 # The differential programs again with the clobber preset: every register
@@ -65,6 +67,12 @@ e2e-vptrace:
 		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
 	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/vptrace-stack.yaml \
 		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run 'Csmith|CxxExceptions' $(E2E_FLAGS)"
+
+# ... and with blockcount (every block of every function counted), linked
+# with the runtime: counted programs behave as before.
+e2e-blockcount:
+	@$(MAKE) --no-print-directory e2e HIJACK_RULES=$(CURDIR)/testdata/rules/blockcount.yaml \
+		HIJACK_LDLIBS="$(CURDIR)/bin/libvptrace.a -lpthread" E2E_FLAGS="-run '$(E2E_DIFF)' $(E2E_FLAGS)"
 
 # Unit tests of every package except the e2e suite. -count=1 for the same
 # reason as e2e's: many tests hand files to gcc, as or objdump (testdata
