@@ -109,6 +109,10 @@ type Block struct {
 	// Table is set when the block ends in an indirect jump through a
 	// proven jump table (Graph.Tables).
 	Table bool
+	// External is set when control may enter the block other than
+	// through Preds: the function's entry, a label other code refers to,
+	// an exception landing pad (a block the edges do not reach).
+	External bool
 }
 
 // Call is a call or tail call instruction.
@@ -458,6 +462,9 @@ func buildGraph(ix *objIndex, fn *ibr.Func, starts map[*ibr.Section]map[int]*ibr
 		}
 		g.Unresolved = append(g.Unresolved, j)
 		g.Indirect = append(g.Indirect, ij)
+	}
+	for _, b := range g.Blocks {
+		b.External = r.external[b.Index]
 	}
 	slices.SortFunc(g.Calls, func(a, b *Call) int { return a.Inst - b.Inst })
 	return g

@@ -147,3 +147,63 @@ func TestJumpTableSuccessors(t *testing.T) {
 		}
 	}
 }
+
+const externalAsm = `
+	.text
+	.globl	ext
+	.type	ext, @function
+ext:	testq	%rdi, %rdi
+	je	2f
+1:	addq	$1, %rax
+	subq	$1, %rdi
+	jne	1b
+2:	ret
+	.globl	ext_label
+ext_label:
+	movq	%rsi, %rax
+	jmp	2b
+	.size	ext, .-ext
+
+	.section .data.rel.local,"aw"
+	.quad	3f
+	.text
+	.globl	taken
+	.type	taken, @function
+taken:	movq	%rdi, %rax
+3:	addq	$2, %rax
+	ret
+	.size	taken, .-taken
+	.section .note.GNU-stack,"",@progbits
+`
+
+// TestExternal: Block.External marks the blocks control may enter other
+// than through the graph's edges (the entry, labels other code or data
+// refers to), and only those.
+func TestExternal(t *testing.T) {
+	obj := testutil.CompileString(t, t.TempDir(), "gcc", "ext.s", externalAsm)
+	p := program(t, obj)
+	for _, tc := range []struct {
+		fn   string
+		want []bool // per block
+	}{
+		// entry, loop, ret, ext_label (a global symbol inside ext)
+		{"ext", []bool{true, false, false, true}},
+		// entry, the label data refers to
+		{"taken", []bool{true, true}},
+	} {
+		g := graph(t, p, tc.fn)
+		var got []bool
+		for _, b := range g.Blocks {
+			got = append(got, b.External)
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %d blocks (External %v), want %d", tc.fn, len(got), got, len(tc.want))
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: block %d External = %v, want %v (all: %v)", tc.fn, i, got[i], tc.want[i], got)
+			}
+		}
+	}
+}

@@ -124,7 +124,7 @@ func TestBlockcount(t *testing.T) {
 			}
 			for k, per := range counts {
 				switch k.fn {
-				case "work", "inner", "classify", "fib":
+				case "work", "inner", "down", "sumv", "classify", "fib":
 				default:
 					continue
 				}

@@ -182,6 +182,12 @@ func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(strin
 					return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
 				}
 			}
+			if l, ok := findSelfLoop(g, lv, b); ok {
+				if err := ss.countLoop(g, lv, l, k); err != nil {
+					return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[b.Start].Off)), err)
+				}
+				continue
+			}
 			if err := ss.count(g, lv, b, at, k); err != nil {
 				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
 			}

@@ -57,19 +57,13 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
 	s.kind |= abi.KindRange
-	put := func(e edgePoint, delta int64, exit bool, adj int64) error {
-		live := lv.Before(e.inst)
-		if e.after {
-			live = lv.After(e.inst)
-		}
+	put := func(e kit.Edge, delta int64, exit bool, adj int64) error {
+		live := e.Live(lv)
 		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj)
 		if err != nil {
 			return err
 		}
-		if e.after {
-			return sec.InsertAfter(e.inst, sn)
-		}
-		return sec.InsertBefore(e.inst, sn)
+		return e.Insert(sec, sn)
 	}
 	// With a register step, the exits tell the runtime whether the first
 	// access is one step after the address stored at entry (bit 0) and
@@ -88,7 +82,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		if e.backStep {
 			adj |= 2
 		}
-		if err := put(e.edgePoint, e.last, true, adj); err != nil {
+		if err := put(e.Edge, e.last, true, adj); err != nil {
 			return err
 		}
 	}

@@ -5,10 +5,10 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/loops"
+	"hijack/preset/kit"
 )
 
 // A sweep is a site inside a loop whose address moves by a constant step
@@ -34,19 +34,12 @@ type sweep struct {
 	// the address computed at entry.
 	firstStep bool
 	// entries and exits are the edges where code goes.
-	entries []edgePoint
+	entries []kit.Edge
 	exits   []exitPoint
 }
 
-// edgePoint says where code for an edge goes: after instruction inst (on
-// its fall-through path), or before it (an unconditional jump on the edge).
-type edgePoint struct {
-	inst  int
-	after bool
-}
-
 type exitPoint struct {
-	edgePoint
+	kit.Edge
 	last int64 // added to the address computed at the exit to get the last access
 	// backStep: with a register step, the last access is one step before
 	// the address computed at the exit.
@@ -132,7 +125,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	var dyn *dynStep
 	if iv != 0xff {
 		def = li.defAt[iv]
-		c, ok := ivStep(g.Sec, def, iv)
+		c, ok := kit.IVStep(g.Sec, def, iv)
 		if ok {
 			sw.step = c * scale
 		} else {
@@ -182,7 +175,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		if li.member[p.Index] {
 			continue
 		}
-		pt, ok := edgeTo(g, p, li.header)
+		pt, ok := kit.EdgeTo(g, p, li.header)
 		if !ok {
 			return nil
 		}
@@ -199,11 +192,11 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 			if !loops.Dominates(li.idom, siteNode, li.index[x]) {
 				return nil
 			}
-			pt, ok := edgeTo(g, xb, s.Index)
+			pt, ok := kit.EdgeTo(g, xb, s.Index)
 			if !ok {
 				return nil
 			}
-			e := exitPoint{edgePoint: pt}
+			e := exitPoint{Edge: pt}
 			if iv != 0xff && siteBeforeDef {
 				// Did the definition run after the site in the exit's
 				// iteration? Then the register is one step ahead.
@@ -294,43 +287,6 @@ func (sel *selector) loopInfo(l *loops.Loop) *loopInfo {
 	return li
 }
 
-// ivStep returns the constant an instruction adds to register r: add/sub
-// $imm, lea imm(r), inc, dec, all 64-bit.
-func ivStep(s *ibr.Section, i int, r effect.Reg) (int64, bool) {
-	a := s.Asm(i)
-	reg := x86asm.RAX + x86asm.Reg(r)
-	imm := func(k int) (int64, bool) {
-		v, ok := a.Args[k].(x86asm.Imm)
-		return int64(v), ok
-	}
-	switch a.Op {
-	case x86asm.ADD, x86asm.SUB:
-		if a.Args[0] != reg {
-			return 0, false
-		}
-		v, ok := imm(1)
-		if a.Op == x86asm.SUB {
-			v = -v
-		}
-		return v, ok
-	case x86asm.INC, x86asm.DEC:
-		if a.Args[0] != reg {
-			return 0, false
-		}
-		if a.Op == x86asm.DEC {
-			return -1, true
-		}
-		return 1, true
-	case x86asm.LEA:
-		m, ok := a.Args[1].(x86asm.Mem)
-		if a.Args[0] != reg || !ok || m.Base != reg || m.Index != 0 || m.Segment != 0 {
-			return 0, false
-		}
-		return m.Disp, true
-	}
-	return 0, false
-}
-
 // ivRegStep recognises a definition of r that adds a register times a
 // constant: add/sub %inv, %r, or lea (%r,%inv,s), %r (64-bit registers).
 func ivRegStep(s *ibr.Section, i int, r effect.Reg) (inv effect.Reg, mult int64, ok bool) {
@@ -371,30 +327,4 @@ func ivRegStep(s *ibr.Section, i int, r effect.Reg) (inv effect.Reg, mult int64,
 		}
 	}
 	return 0, 0, false
-}
-
-// edgeTo returns where code for the edge from block p to block t goes: on
-// p's fall-through, or before p's unconditional jump. A conditional jump
-// taken to t would need a new block; such edges are refused.
-func edgeTo(g *cfg.Graph, p *cfg.Block, t int) (edgePoint, bool) {
-	last := p.End - 1
-	s := g.Sec
-	tb := g.Blocks[t]
-	in := &s.Insts[last]
-	if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 {
-		return edgePoint{}, false
-	}
-	ctl := effect.Of(s.Asm(last), &in.Layout, s.Bytes(last)).Ctrl
-	switch {
-	case p.End == tb.Start && ctl.FallsThrough() && ctl != effect.Call:
-		// Falls through into t; if it is a conditional branch, its taken
-		// target must not also be t.
-		if in.Link != nil && in.Link.Kind == ibr.LinkBranch && in.Link.Target == tb.Start {
-			return edgePoint{}, false
-		}
-		return edgePoint{inst: last, after: true}, true
-	case ctl == effect.Jump && in.Link != nil && in.Link.Kind == ibr.LinkBranch && in.Link.Target == tb.Start && s.CanInsertBefore(last):
-		return edgePoint{inst: last}, true
-	}
-	return edgePoint{}, false
 }

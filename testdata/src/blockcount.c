@@ -26,6 +26,28 @@ __attribute__((noinline)) static long inner(long i, long m)
 	return s;
 }
 
+// a loop counting down (a negative step)
+__attribute__((noinline)) static long down(long n)
+{
+	long s = 0;
+	for (long i = n; i > 0; i--) {
+		sink = i;
+		s += i & 3;
+	}
+	return s;
+}
+
+static double vec[256];
+
+// a pointer stepping by 8 (a step that is a power of two above 1)
+__attribute__((noinline)) static double sumv(long n)
+{
+	double s = 0;
+	for (const volatile double *p = vec; p < vec + n; p++)
+		s += *p;
+	return s;
+}
+
 __attribute__((noinline)) static long classify(long x)
 {
 	switch (x % 7) {
@@ -48,7 +70,7 @@ __attribute__((noinline)) long work(long n, long m)
 {
 	long s = 0;
 	for (long i = 0; i < n; i++) {
-		s += inner(i, m);
+		s += inner(i, m) + down(i % 17) + (long)sumv(i % 200);
 		if (i % 3 == 0)
 			s += classify(i);
 		sink = s;
@@ -71,6 +93,8 @@ int main(int argc, char **argv)
 {
 	n_outer = argc > 1 ? atol(argv[1]) : 100;
 	n_inner = argc > 2 ? atol(argv[2]) : 50;
+	for (int i = 0; i < 256; i++)
+		vec[i] = i * 0.5;
 	pthread_t th[THREADS];
 	for (long t = 0; t < THREADS; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)t) != 0)
