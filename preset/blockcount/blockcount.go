@@ -152,7 +152,8 @@ func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error
 func (ss *session) sym(what string) string { return "__vpt_bc_" + what + "_" + ss.suffix }
 
 // Apply counts the blocks of funcs. A block where no code can go (its
-// first instruction glued to the one before) is not counted, and said.
+// first instruction glued to the one before) is not counted, and said; a
+// function whose entry takes no code is not counted at all.
 func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) error {
 	if tls := params.String("tls"); tls != "auto" && tls != ss.slots.Model.String() {
 		return fmt.Errorf("blockcount: %s asks for tls: %s, but the object's TLS model is already %s", params.Origin(), tls, ss.slots.Model)
@@ -160,6 +161,12 @@ func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(strin
 	for _, fn := range funcs {
 		g, lv := ss.an.Func(fn)
 		if g == nil {
+			continue
+		}
+		if _, ok := kit.Before(g, g.Blocks[0].Start); !ok {
+			// Without the registration at its entry, a thread that
+			// runs only this function would count unseen.
+			warn(fmt.Sprintf("blockcount: %s: not counted: no code can go at its entry", fn.Name))
 			continue
 		}
 		var missed []string
@@ -226,11 +233,9 @@ func countPoint(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, start int) int {
 // count inserts block k's counter increment into block b (at is where
 // code can go before its first instruction).
 func (ss *session) count(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, at, k int) error {
-	if b.Index == 0 {
-		// After the registration code, at the block's start: the
-		// registration went before at, and code inserted later at the
-		// same point follows it.
-	} else {
+	if b.Index != 0 {
+		// (The entry block's count stays at its start, right after the
+		// registration inserted there before it.)
 		at = countPoint(g, lv, b, at)
 	}
 	live := lv.Before(at)
