@@ -134,7 +134,36 @@ func TestBlockcount(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d blocks checked against callgrind, 4 threads for the 1:2:3:4 ratio", checked)
+			// A thread still inside spin()'s loop when the process
+			// exits: its blocks count completed runs, at most one
+			// run short, never half a run's garbage.
+			spinTrace := filepath.Join(dir, "spin.vpt")
+			okRun(t, spec{Dir: dir, Timeout: time.Minute, Env: []string{"VPTRACE_OUT=" + spinTrace}}, prog, "spin")
+			spin := parseBlockCSV(t, okRun(t, spec{Dir: dir, Timeout: time.Minute}, cfg.hijack, "report", "--blocks", "--csv", spinTrace).Stdout)
+			isSpin := func(fn string) bool { return fn == "spin" || strings.HasPrefix(fn, "spin.") } // gcc clones it: spin.constprop.0
+			var entries uint64
+			for k, per := range spin {
+				if isSpin(k.fn) && k.off == 0 {
+					for _, n := range per {
+						entries += n
+					}
+				}
+			}
+			if entries == 0 {
+				t.Fatalf("spin() never counted as entered")
+			}
+			const trip = 1 << 16
+			for k, per := range spin {
+				if !isSpin(k.fn) || k.off == 0 {
+					continue
+				}
+				for th, n := range per {
+					if n > (trip+1)*entries || (n > entries && n < trip*(entries-1)) {
+						t.Errorf("spin+%#x: thread %s counted %d with spin() entered %d times (%d iterations a call)", k.off, th, n, entries, trip)
+					}
+				}
+			}
+			t.Logf("%d blocks checked against callgrind, 4 threads for the 1:2:3:4 ratio; spin() entered %d times before exit", checked, entries)
 		})
 	}
 }

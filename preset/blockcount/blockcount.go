@@ -80,12 +80,16 @@ type session struct {
 	suffix   string
 	an       *kit.Analysis
 	analysis *loops.Analysis
-	slots    kit.Slots
-	blocks   []block
-	secData  int
-	secTLS   int
-	secText  int
-	b        *kit.Builder
+	slots    kit.Slots // the counters: word 0 registered, 1+k block k
+	// loopSlots are the per-thread slots of the loops counted from their
+	// induction register (selfLoop), nloops of them.
+	loopSlots kit.Slots
+	nloops    int
+	blocks    []block
+	secData   int
+	secTLS    int
+	secText   int
+	b         *kit.Builder
 }
 
 // Begin settles the object's TLS model (one per object: rules that ask
@@ -127,6 +131,7 @@ func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error
 		}
 	}
 	ss.slots.Sym = ss.sym("counters")
+	ss.loopSlots = kit.Slots{Model: ss.slots.Model, Sym: ss.sym("loops")}
 	ss.secData = x.AddSection(".blockcount", kit.Writable, 8)
 	ss.secTLS = x.AddSection(".tbss.blockcount", kit.TLS, 8)
 	ss.secText = x.AddSection(".text.blockcount", kit.Text, 16)
@@ -137,6 +142,7 @@ func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error
 	}{
 		{"desc", elf.STT_OBJECT, ss.secData},
 		{"counters", elf.STT_TLS, ss.secTLS},
+		{"loops", elf.STT_TLS, ss.secTLS},
 		{"ctor", elf.STT_FUNC, ss.secText},
 		{"dtor", elf.STT_FUNC, ss.secText},
 	} {
@@ -384,11 +390,15 @@ func (ss *session) Finish() error {
 	data = append(data, strs.Bytes()...)
 	ss.x.SetData(ss.secData, data)
 	size := ss.slots.Size(n + 1)
-	ss.x.SetSize(ss.secTLS, size)
+	loops := ss.loopSlots.Size(ss.nloops)
+	ss.x.SetSize(ss.secTLS, size+loops)
 	if err := ss.x.SetSymbol(ss.sym("desc"), 0, uint64(len(data))); err != nil {
 		return err
 	}
 	if err := ss.x.SetSymbol(ss.sym("counters"), 0, size); err != nil {
+		return err
+	}
+	if err := ss.x.SetSymbol(ss.sym("loops"), size, loops); err != nil {
 		return err
 	}
 

@@ -15,17 +15,24 @@ import (
 // steps an induction register by a constant power of two once per
 // iteration. Its count is not kept by an add per iteration (a memory
 // increment in a tight loop is a store-to-load dependency of several
-// cycles) but from the register: on each entry edge the counter loses
-// iv>>k, at the exit it gains iv>>k, k = log2 |step| (the other way round
-// for a negative step). With n iterations iv grows by n*step, so
-// (iv_exit>>k) - (iv_entry>>k) = n exactly (an arithmetic shift is floor
-// division, and the two differ by a multiple of 2^k). A signal handler
-// that runs the same loop in between adds its own iterations the same
-// way. A loop left other than through its exit (a longjmp out of a signal
-// handler) leaves its count wrong; no other way out exists, as the block
-// neither calls nor jumps elsewhere.
+// cycles) but from the register: each entry edge stores iv>>k into a
+// per-thread slot of the loop (a plain store: no flags, no register when
+// the shift is 0 and the TLS model local-exec), and the exit adds
+// (iv>>k) - slot to the block's counter, k = log2 |step| (negated for a
+// negative step). With n iterations iv grows by n*step, so the difference
+// is n exactly (an arithmetic shift is floor division, and the two values
+// differ by a multiple of 2^k). The counter itself only ever grows by
+// completed loop runs: read while a thread is inside the loop (a process
+// exiting with its threads running), it lacks the run in progress, as a
+// per-iteration count would lack the rest of it. A loop run left other
+// than through its exit (a longjmp out of a signal handler; the block
+// neither calls nor jumps elsewhere) is not counted; the next entry
+// stores the slot afresh. One case makes a count wrong: a signal handler
+// that runs the same loop in the same thread while it is in progress
+// (the handler's entry overwrites the slot).
 type selfLoop struct {
 	iv      effect.Reg
+	slot    int  // the loop's per-thread slot (kit.Slots index)
 	shift   int  // k
 	neg     bool // the step is negative
 	entries []kit.Edge
@@ -118,74 +125,126 @@ func findSelfLoop(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block) (*selfLoop, bool
 // countLoop inserts the entry and exit code of a selfLoop counted by
 // counter k.
 func (ss *session) countLoop(g *cfg.Graph, lv *cfg.Liveness, l *selfLoop, k int) error {
+	l.slot = ss.nloops
+	ss.nloops++
 	for _, e := range l.entries {
-		if err := ss.ivAdd(g, lv, e, l, k, l.neg); err != nil {
+		if err := ss.loopEntry(g, lv, e, l); err != nil {
 			return err
 		}
 	}
-	return ss.ivAdd(g, lv, l.exit, l, k, !l.neg)
+	return ss.loopExit(g, lv, l, k)
 }
 
-// ivAdd inserts at edge e the code that adds (or subtracts) iv>>shift to
-// counter k, keeping every register and the flags:
-//
-//	mov %iv,T; sar $shift,T; add T,%fs:counters+8(k+1)
-//
-// with T (when shifting) and the initial-exec base from Scratch, and the
-// flags saved where they are live. It runs once per loop entry or exit,
-// so saving is cheap.
-func (ss *session) ivAdd(g *cfg.Graph, lv *cfg.Liveness, e kit.Edge, l *selfLoop, k int, add bool) error {
+// scratch returns need scratch registers at edge e, never the induction
+// register, and starts the code: steps over the red zone and saves the
+// borrowed registers (and the flags, when saveFlags and they are live).
+// The returned function ends it.
+func (ss *session) scratch(lv *cfg.Liveness, e kit.Edge, l *selfLoop, need int, saveFlags bool) ([]snippet.Reg, func(), error) {
 	live := e.Live(lv)
-	flagsLive := live.Flags&effect.Status != 0
-	need := 0
-	if l.shift > 0 {
-		need++
-	}
-	if ss.slots.Model == kit.InitialExec {
-		need++
-	}
+	flagsLive := saveFlags && live.Flags&effect.Status != 0
 	bb := ss.b
 	var free, borrowed []effect.Reg
 	if need > 0 {
 		var err error
 		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set()|l.iv.Set(), l.iv.Set())
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	stepped := flagsLive || len(borrowed) > 0
-	if stepped {
+	if len(borrowed) > 0 || flagsLive {
 		bb.Save(borrowed...)
 		if flagsLive {
 			bb.Bytes(0x9c) // pushfq
 		}
 	}
-	u := snippet.NoReg
-	if ss.slots.Model == kit.InitialExec {
-		u = kit.Reg(free[len(free)-1])
+	regs := make([]snippet.Reg, len(free))
+	for i, r := range free {
+		regs[i] = kit.Reg(r)
 	}
-	ctr := ss.slots.At(bb, k+1, u, true, stepped)
+	return regs, func() {
+		if len(borrowed) > 0 || flagsLive {
+			if flagsLive {
+				bb.Bytes(0x9d) // popfq
+			}
+			bb.Restore(borrowed...)
+		}
+	}, nil
+}
+
+// loopEntry stores iv>>shift into the loop's slot at entry edge e:
+//
+//	mov %iv,%fs:loops+8j          (shift 0, local-exec: nothing else)
+//	mov %iv,T; sar $shift,T; mov T,%fs:loops+8j
+func (ss *session) loopEntry(g *cfg.Graph, lv *cfg.Liveness, e kit.Edge, l *selfLoop) error {
+	need := 0
+	if l.shift > 0 {
+		need++ // T; sar changes the flags
+	}
+	if ss.loopSlots.Model == kit.InitialExec {
+		need++
+	}
+	regs, done, err := ss.scratch(lv, e, l, need, l.shift > 0)
+	if err != nil {
+		return err
+	}
+	bb := ss.b
+	u := snippet.NoReg
+	if ss.loopSlots.Model == kit.InitialExec {
+		u = regs[len(regs)-1]
+	}
 	src := kit.Reg(l.iv)
 	if l.shift > 0 {
-		t := kit.Reg(free[0])
-		bb.MovQ(src, t)
-		bb.SarQ(snippet.Imm(int64(l.shift)), t)
-		src = t
+		bb.MovQ(src, regs[0])
+		bb.SarQ(snippet.Imm(int64(l.shift)), regs[0])
+		src = regs[0]
 	}
-	if add {
-		bb.AddQ(src, ctr)
-	} else {
-		bb.SubQ(src, ctr)
-	}
-	if stepped {
-		if flagsLive {
-			bb.Bytes(0x9d) // popfq
-		}
-		bb.Restore(borrowed...)
-	}
+	bb.MovQ(src, ss.loopSlots.At(bb, l.slot, u, true, false))
+	done()
 	sn, err := bb.Assemble()
 	if err != nil {
 		return err
 	}
 	return e.Insert(g.Sec, sn)
+}
+
+// loopExit adds the loop run's iterations to counter k on the exit:
+//
+//	mov %iv,T; sar $shift,T; sub %fs:loops+8j,T; add T,%fs:counters+8(k+1)
+//
+// or, for a negative step, sub T,%fs:loops+8j; mov %fs:loops+8j,T; add
+// T,%fs:counters+8(k+1); the flags saved where they are live: it runs
+// once per loop run.
+func (ss *session) loopExit(g *cfg.Graph, lv *cfg.Liveness, l *selfLoop, k int) error {
+	need := 1
+	if ss.slots.Model == kit.InitialExec {
+		need++
+	}
+	regs, done, err := ss.scratch(lv, l.exit, l, need, true)
+	if err != nil {
+		return err
+	}
+	bb := ss.b
+	t := regs[0]
+	u := snippet.NoReg
+	if ss.slots.Model == kit.InitialExec {
+		u = regs[1]
+	}
+	bb.MovQ(kit.Reg(l.iv), t)
+	if l.shift > 0 {
+		bb.SarQ(snippet.Imm(int64(l.shift)), t)
+	}
+	if l.neg {
+		slot := ss.loopSlots.At(bb, l.slot, u, true, false)
+		bb.SubQ(t, slot)
+		bb.MovQ(slot, t)
+	} else {
+		bb.SubQ(ss.loopSlots.At(bb, l.slot, u, false, false), t)
+	}
+	bb.AddQ(t, ss.slots.At(bb, k+1, u, true, false))
+	done()
+	sn, err := bb.Assemble()
+	if err != nil {
+		return err
+	}
+	return l.exit.Insert(g.Sec, sn)
 }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define THREADS 4
 
@@ -78,6 +79,27 @@ __attribute__((noinline)) long work(long n, long m)
 	return s + fib(12);
 }
 
+// spin: a loop a thread is still in when the process exits (main with
+// argument "spin"): its count must be what it completed (0), never a
+// count made of half a loop run.
+__attribute__((noinline)) static long spin(const volatile long *p, long n)
+{
+	long s = 0;
+	for (const volatile long *q = p; q < p + n; q += 1)
+		s += *q & 1;
+	return s;
+}
+
+static volatile long zeros[1 << 16];
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	for (;;)
+		sink = spin(zeros, 1 << 16);
+	return NULL;
+}
+
 static long results[THREADS];
 
 static void *worker(void *arg)
@@ -91,6 +113,15 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] == 's') {
+		pthread_t t;
+		if (pthread_create(&t, NULL, spinner, NULL) != 0)
+			return 1;
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		printf("spun\n");
+		exit(0);
+	}
 	n_outer = argc > 1 ? atol(argv[1]) : 100;
 	n_inner = argc > 2 ? atol(argv[2]) : 50;
 	for (int i = 0; i < 256; i++)
