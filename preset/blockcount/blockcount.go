@@ -5,7 +5,9 @@
 // thread is registered with the runtime; word 1+k: block k), one add per
 // block execution: `addq $1, %fs:counters+8(k+1)` where the status flags
 // are dead (anywhere in the block before its first call or branch), else
-// through a scratch register (load, lea, store), which keeps the flags.
+// through a scratch register (load, lea, store), which keeps the flags. A
+// block that is a loop by itself is counted per loop run from its
+// induction register (loop.go), which keeps tight loops near native speed.
 // At each function's entry, a thread that is not registered yet calls
 // the runtime (vpt_blocks_thread), which records where this thread's
 // counters are; the runtime writes every thread's counts into the trace
