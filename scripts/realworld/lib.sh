@@ -12,7 +12,7 @@
 #               asks for the reduced set
 # and runs in a subshell of run.sh with `set -euo pipefail`.
 
-RW_MODES_ALL=(plain pad clobber vptrace)
+RW_MODES_ALL=(plain pad clobber vptrace blockcount)
 
 rw_log() { printf '%s\n' "$*" >&2; }
 rw_die() {
@@ -30,7 +30,8 @@ rw_rules() {
 	pad) echo "$RW_ROOT/testdata/rules/pad.yaml" ;;
 	clobber) echo "$RW_ROOT/testdata/rules/clobber.yaml" ;;
 	vptrace) echo "$RW_ROOT/testdata/rules/vptrace.yaml" ;;
-	*) rw_die "unknown mode $1 (plain, pad, clobber, vptrace)" ;;
+	blockcount) echo "$RW_ROOT/testdata/rules/blockcount.yaml" ;;
+	*) rw_die "unknown mode $1 (plain, pad, clobber, vptrace, blockcount)" ;;
 	esac
 }
 

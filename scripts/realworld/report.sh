@@ -39,8 +39,8 @@ if [ "${1:-}" != --docs ]; then
 fi
 
 table() {
-	echo "| project | build | plain | pad | clobber | vptrace | uninstrumented functions (pad / clobber / vptrace) | suite time plain → vptrace | hijack |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	echo "| project | build | plain | pad | clobber | vptrace | blockcount | uninstrumented functions (pad / clobber / vptrace / blockcount) | suite time plain → vptrace, blockcount | hijack |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	awk -F, '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	{
@@ -68,10 +68,13 @@ table() {
 			t = "-"
 			if ((k, "plain") in wall && (k, "vptrace") in wall && slow[k, "vptrace"] != "")
 				t = wall[k, "plain"] " s → " wall[k, "vptrace"] " s (" slow[k, "vptrace"] "×)"
-			u = (((k, "pad") in unin) ? unin[k, "pad"] : "-") " / " (((k, "clobber") in unin) ? unin[k, "clobber"] : "-") " / " (((k, "vptrace") in unin) ? unin[k, "vptrace"] : "-")
-			printf "| %s | %s, %s set | %s | %s | %s | %s | %s | %s | %s |\n", k, comp[k], set[k],
+			if ((k, "plain") in wall && (k, "blockcount") in wall && slow[k, "blockcount"] != "")
+				t = t ", " wall[k, "blockcount"] " s (" slow[k, "blockcount"] "×)"
+			u = (((k, "pad") in unin) ? unin[k, "pad"] : "-") " / " (((k, "clobber") in unin) ? unin[k, "clobber"] : "-") " / " (((k, "vptrace") in unin) ? unin[k, "vptrace"] : "-") " / " (((k, "blockcount") in unin) ? unin[k, "blockcount"] : "-")
+			printf "| %s | %s, %s set | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, comp[k], set[k],
 				((k, "plain") in cell) ? cell[k, "plain"] : "-", ((k, "pad") in cell) ? cell[k, "pad"] : "-",
 				((k, "clobber") in cell) ? cell[k, "clobber"] : "-", ((k, "vptrace") in cell) ? cell[k, "vptrace"] : "-",
+				((k, "blockcount") in cell) ? cell[k, "blockcount"] : "-",
 				u, t, hj[k]
 		}
 	}' "$CSV"

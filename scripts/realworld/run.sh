@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The real-world suite: Debian source packages built plain and through
-# `hijack cc` with the pad, clobber and vptrace (T=0) presets, each running
+# `hijack cc` with the pad, clobber, vptrace (T=0) and blockcount presets, each running
 # its own test suite; the results compared. See docs/realworld.md.
 #
 #   scripts/realworld/run.sh [options] [PROJECT...]
 #     --short          the reduced test set (what `make test` runs)
-#     --modes "M..."   among plain pad clobber vptrace (default: all four)
+#     --modes "M..."   among plain pad clobber vptrace blockcount (default: all five)
 #     -j N             build and test jobs (default: nproc)
 #     --list           list the projects
 #
@@ -55,7 +55,7 @@ done
 for m in "${modes[@]}"; do rw_rules "$m" >/dev/null; done
 # plain first: the other modes are compared with it
 ordered=()
-for m in plain pad clobber vptrace; do
+for m in plain pad clobber vptrace blockcount; do
 	for n in "${modes[@]}"; do [ "$n" = "$m" ] && ordered+=("$m"); done
 done
 modes=("${ordered[@]}")
@@ -148,7 +148,7 @@ run_one() {
 		if [ "$build" = ok ]; then
 			read -r funcs warns < <(head -n 1 "$B/warnings.txt" | sed 's/funcs=\([0-9]*\) warnings=\([0-9]*\)/\1 \2/')
 			cp "$B/warnings.txt" "$R/$mode.warnings.txt"
-			case $mode in plain | vptrace) rw_trace_env ;; esac
+			case $mode in plain | vptrace | blockcount) rw_trace_env ;; esac
 			t0=$(date +%s.%N)
 			(
 				cd "$B/src"
@@ -180,7 +180,7 @@ run_one() {
 		csv_put "$proj,$SET,$mode,$RW_CC,$spec,$build,$passed,$failed,$skipped,$nreg,$wall,$slow,$funcs,$warns,$traces,$RW_HIJACK_VERSION,$(date -u +%Y-%m-%dT%H:%MZ),${regressed//,/;}"
 		local line
 		line=$(printf '%-10s %-8s build %-6s passed %4s failed %3s skipped %3s  %7ss' "$proj" "$mode" "$build" "$passed" "$failed" "$skipped" "$wall")
-		[ -n "$slow" ] && [ "$mode" = vptrace ] && line+=" (${slow}x plain)"
+		[ -n "$slow" ] && { [ "$mode" = vptrace ] || [ "$mode" = blockcount ]; } && line+=" (${slow}x plain)"
 		((funcs)) && line+="  uninstrumented $funcs"
 		((nreg)) && line+="  REGRESSED: ${regressed:0:120}"
 		[ "$build" = ok ] || line+="  (log: ${R#"$RW_ROOT"/}/$mode.build.log)"
