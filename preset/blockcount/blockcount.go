@@ -28,6 +28,7 @@
 package blockcount
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -190,25 +191,27 @@ func (ss *session) Apply(funcs []*ibr.Func, params rules.Params, warn func(strin
 			k := len(ss.blocks)
 			info := ss.analysis.Info(b)
 			ss.blocks = append(ss.blocks, block{fn: fn, start: b.Start, depth: info.LoopDepth, score: info.Score, insns: b.End - b.Start})
-			if b.Index == 0 {
-				// Registration first: the entry block's count goes
-				// into the counters the runtime knows of.
-				if err := ss.register(g, lv, at); err != nil {
-					return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
-				}
-			}
-			if l, ok := findSelfLoop(g, lv, b); ok {
-				if err := ss.countLoop(g, lv, l, k); err != nil {
-					return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[b.Start].Off)), err)
-				}
+			err := ss.countBlock(g, lv, b, at, k)
+			switch {
+			case errors.Is(err, kit.ErrNoScratch) && b.Index == 0:
+				// No registration: the function stays as it was.
+				ss.blocks = ss.blocks[:k]
+				warn(fmt.Sprintf("blockcount: %s: not counted: no register to spare at its entry", fn.Name))
+			case errors.Is(err, kit.ErrNoScratch):
+				// Nothing that refers to counter k went in: the
+				// block leaves the table, and the next takes k.
+				ss.blocks = ss.blocks[:k]
+				missed = append(missed, fmt.Sprintf("+%#x", fn.Section.Insts[b.Start].Off-fn.Section.Insts[fn.Start].Off))
+				continue
+			case err != nil:
+				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[b.Start].Off)), err)
+			default:
 				continue
 			}
-			if err := ss.count(g, lv, b, at, k); err != nil {
-				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[at].Off)), err)
-			}
+			break // (the entry was refused)
 		}
 		if len(missed) > 0 {
-			warn(fmt.Sprintf("blockcount: %s: %d block(s) not counted (no code can go before their first instruction): %s", fn.Name, len(missed), list(missed)))
+			warn(fmt.Sprintf("blockcount: %s: %d block(s) not counted (no code can go before their first instruction, or no register to spare): %s", fn.Name, len(missed), list(missed)))
 		}
 	}
 	return nil
@@ -219,6 +222,28 @@ func list(s []string) string {
 		return fmt.Sprintf("%v ...", s[:5])
 	}
 	return fmt.Sprint(s)
+}
+
+// countBlock inserts what counts block k, b of g: the registration first
+// at the function's entry, then a loop run count (selfLoop) or a count
+// per execution. kit.ErrNoScratch says nothing referring to counter k
+// went in (a loop's entry code only stores its own slot).
+func (ss *session) countBlock(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, at, k int) error {
+	if b.Index == 0 {
+		// Registration first: the entry block's count goes into the
+		// counters the runtime knows of.
+		if err := ss.register(g, lv, at); err != nil {
+			return err
+		}
+	}
+	if l, ok := findSelfLoop(g, lv, b); ok {
+		err := ss.countLoop(g, lv, l, k)
+		if !errors.Is(err, kit.ErrNoScratch) {
+			return err
+		}
+		// (Its entries may store the slot: harmless.)
+	}
+	return ss.count(g, lv, b, at, k)
 }
 
 // countPoint returns where block b's counter code goes: the nearest point
@@ -244,8 +269,20 @@ func (ss *session) count(g *cfg.Graph, lv *cfg.Liveness, b *cfg.Block, at, k int
 	if b.Index != 0 {
 		// (The entry block's count stays at its start, right after the
 		// registration inserted there before it.)
-		at = countPoint(g, lv, b, at)
+		if p := countPoint(g, lv, b, at); p != at {
+			err := ss.countAt(g, lv, p, k)
+			if !errors.Is(err, kit.ErrNoScratch) {
+				return err
+			}
+			// (The instruction there reads too many registers to
+			// borrow one: a call, say. The block's start may not.)
+		}
 	}
+	return ss.countAt(g, lv, at, k)
+}
+
+// countAt inserts counter k's increment before instruction at.
+func (ss *session) countAt(g *cfg.Graph, lv *cfg.Liveness, at, k int) error {
 	live := lv.Before(at)
 	flagsLive := live.Flags&effect.Status != 0
 	uses := lv.Effect(at).Use
