@@ -290,27 +290,37 @@ func (ss *session) countAt(g *cfg.Graph, lv *cfg.Liveness, at, k int) error {
 	if ss.slots.Model == kit.InitialExec {
 		need++ // the counters' offset
 	}
-	if flagsLive {
-		need++ // the count, incremented by lea
-	}
-	bb := ss.b
+	// Where the flags are live the count goes up by lea through a
+	// register; without one to borrow, the flags are saved instead.
+	lea := flagsLive
 	var free, borrowed []effect.Reg
 	var err error
-	if need > 0 {
-		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set(), uses)
-		if err != nil {
-			return err
+	if lea {
+		free, borrowed, err = kit.Scratch(need+1, live.Regs, effect.RSP.Set(), uses)
+		if errors.Is(err, kit.ErrNoScratch) {
+			lea = false
 		}
 	}
-	if len(borrowed) > 0 {
+	if !lea && need > 0 {
+		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set(), uses)
+	}
+	if err != nil && (lea || need > 0) {
+		return err
+	}
+	pushf := flagsLive && !lea
+	bb := ss.b
+	if len(borrowed) > 0 || pushf {
 		bb.Save(borrowed...)
+		if pushf {
+			bb.Bytes(0x9c) // pushfq
+		}
 	}
 	u := snippet.NoReg
 	if ss.slots.Model == kit.InitialExec {
 		u = kit.Reg(free[0])
 	}
 	ctr := ss.slots.At(bb, k+1, u, true, false)
-	if flagsLive {
+	if lea {
 		r := kit.Reg(free[len(free)-1])
 		bb.MovQ(ctr, r)
 		bb.LeaQ(snippet.Mem(r, 1), r)
@@ -318,7 +328,10 @@ func (ss *session) countAt(g *cfg.Graph, lv *cfg.Liveness, at, k int) error {
 	} else {
 		bb.AddQ(snippet.Imm(1), ctr)
 	}
-	if len(borrowed) > 0 {
+	if len(borrowed) > 0 || pushf {
+		if pushf {
+			bb.Bytes(0x9d) // popfq
+		}
 		bb.Restore(borrowed...)
 	}
 	sn, err := bb.Assemble()
