@@ -178,14 +178,7 @@ func printTune(w io.Writer, rep *tune.Report) {
 			}
 			return f(tune.Median(xs), prec)
 		}
-		cov := math.NaN()
-		if rep.Blocks != nil {
-			th := r.Config.Threshold
-			if r.Config.Exact {
-				th = math.Inf(-1)
-			}
-			cov = rep.Blocks.Covered(th)
-		}
+		cov := rep.Blocks.CoveredBy(r.Config) // NaN without block counts
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t, h, r.Sites, r.Blocks,
 			f(tune.Median(r.Plain), 4), f(tune.Median(r.Inst), 4), f(r.Slowdown(), 2),
 			acc(r.Recall, 4), acc(r.Precision, 4), acc(r.CountError, 3), f(cov, 3))

@@ -30,7 +30,6 @@ package blockcount
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 
 	"debug/elf"
@@ -99,39 +98,26 @@ type session struct {
 // for different ones are an error naming both), adds the sections and
 // local symbols, and analyses the object.
 func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
-	model, from := "", ""
-	for _, ps := range params {
-		m := ps.String("tls")
-		if m == "auto" {
-			continue
-		}
-		if model != "" && m != model {
-			return nil, fmt.Errorf("blockcount: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls",
-				from, model, ps.Origin(), m)
-		}
-		model, from = m, ps.Origin()
+	model, err := kit.ObjectTLS(params, "")
+	if err != nil {
+		return nil, fmt.Errorf("blockcount: %w", err)
 	}
 	x, err := kit.NewObject(o.File)
 	if err != nil {
 		return nil, fmt.Errorf("blockcount: %w", err)
 	}
-	h := fnv.New64a()
-	for _, s := range o.Code {
-		h.Write(s.Elf.Data)
-	}
-	h.Write([]byte(o.Name))
-	ss := &session{o: o, x: x, id: h.Sum64(), b: kit.NewBuilder()}
+	ss := &session{o: o, x: x, id: kit.ObjectID(o), b: kit.NewBuilder()}
 	ss.suffix = fmt.Sprintf("%016x", ss.id)
-	switch model {
-	case "local-exec":
-		ss.slots.Model = kit.LocalExec
-	case "initial-exec":
+	switch {
+	case model != "":
+		// local-exec or initial-exec: the spec allows no other
+		if ss.slots.Model, err = kit.ParseTLSModel(model); err != nil {
+			return nil, fmt.Errorf("blockcount: %w", err)
+		}
+	case kit.MayBeShared(o.File):
 		ss.slots.Model = kit.InitialExec
 	default:
 		ss.slots.Model = kit.LocalExec
-		if kit.MayBeShared(o.File) {
-			ss.slots.Model = kit.InitialExec
-		}
 	}
 	ss.slots.Sym = ss.sym("counters")
 	ss.loopSlots = kit.Slots{Model: ss.slots.Model, Sym: ss.sym("loops")}

@@ -3,6 +3,7 @@ package kit
 import (
 	"debug/elf"
 	"fmt"
+	"hash/fnv"
 
 	"hijack/elfobj"
 	"hijack/ibr"
@@ -21,6 +22,18 @@ func NewObject(f *elfobj.File) (*Object, error) {
 		return nil, fmt.Errorf("the object has no symbol table")
 	}
 	return &Object{File: f}, nil
+}
+
+// ObjectID identifies an object to a runtime: the FNV-1a hash of its
+// code sections' original bytes and its name (vptrace/ABI.md, the
+// descriptors' id). Call it before any code goes in.
+func ObjectID(o *ibr.Object) uint64 {
+	h := fnv.New64a()
+	for _, s := range o.Code {
+		h.Write(s.Elf.Data)
+	}
+	h.Write([]byte(o.Name))
+	return h.Sum64()
 }
 
 // SectionKind is what a new section holds.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"hijack/elfobj"
+	"hijack/rules"
 	"hijack/snippet"
 )
 
@@ -46,6 +47,27 @@ func ParseTLSModel(s string) (TLSModel, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown TLS model %q (local-exec, initial-exec or indirect)", s)
+}
+
+// ObjectTLS returns the TLS model the rules of one preset that select
+// functions of an object ask for (params, in rule order), "" when all
+// leave it at auto. One object has one model: rules at auto take what an
+// explicit one asks for, and two rules that ask for different models are
+// an error naming both; hint ends its message.
+func ObjectTLS(params []rules.Params, hint string) (string, error) {
+	model, from := "", ""
+	for _, ps := range params {
+		m := ps.String("tls")
+		if m == "auto" {
+			continue
+		}
+		if model != "" && m != model {
+			return "", fmt.Errorf("%s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls%s",
+				from, model, ps.Origin(), m, hint)
+		}
+		model, from = m, ps.Origin()
+	}
+	return model, nil
 }
 
 // Slots is an array of 8-byte per-thread slots of an object, which its

@@ -13,7 +13,6 @@ package vptrace
 import (
 	"debug/elf"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 
@@ -93,17 +92,9 @@ type objState struct {
 // explicit one asks for; two rules that ask for different models are an
 // error naming both (every other parameter may differ from rule to rule).
 func (Preset) Begin(o *ibr.Object, params []rules.Params) (preset.Session, error) {
-	model, from := "", ""
-	for _, ps := range params {
-		m := ps.String("tls")
-		if m == "auto" {
-			continue
-		}
-		if model != "" && m != model {
-			return nil, fmt.Errorf("vptrace: %s asks for tls: %s and %s for tls: %s, but one object has one TLS model: give both rules the same tls (indirect links into executables and shared libraries alike)",
-				from, model, ps.Origin(), m)
-		}
-		model, from = m, ps.Origin()
+	model, err := kit.ObjectTLS(params, " (indirect links into executables and shared libraries alike)")
+	if err != nil {
+		return nil, fmt.Errorf("vptrace: %w", err)
 	}
 	return begin(o, model)
 }
@@ -166,12 +157,7 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vptrace: %w", err)
 	}
-	h := fnv.New64a()
-	for _, s := range o.Code {
-		h.Write(s.Elf.Data)
-	}
-	h.Write([]byte(o.Name))
-	st := &objState{o: o, id: h.Sum64(), x: x, b: kit.NewBuilder()}
+	st := &objState{o: o, id: kit.ObjectID(o), x: x, b: kit.NewBuilder()}
 	st.suffix = fmt.Sprintf("%016x", st.id)
 	switch {
 	case tls != "":

@@ -56,6 +56,15 @@ func (bc *BlockCounts) Covered(t float64) float64 {
 	return float64(n) / float64(bc.Execs)
 }
 
+// CoveredBy returns Covered for the threshold of configuration c: every
+// block for the exact mode.
+func (bc *BlockCounts) CoveredBy(c Config) float64 {
+	if c.Exact {
+		return bc.Covered(math.Inf(-1))
+	}
+	return bc.Covered(c.Threshold)
+}
+
 // LoadBlockCounts reads the block counts of one run's trace files (a
 // process and its fork children): every block of every blockcount object,
 // counts summed over threads and processes.

@@ -161,11 +161,7 @@ func covered(bc *BlockCounts, c Config) string {
 	if bc == nil {
 		return ""
 	}
-	t := c.Threshold
-	if c.Exact {
-		t = math.Inf(-1)
-	}
-	return ff(bc.Covered(t), 5)
+	return ff(bc.CoveredBy(c), 5)
 }
 
 func rho(bc *BlockCounts) string {
