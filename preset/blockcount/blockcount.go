@@ -279,47 +279,33 @@ func (ss *session) countAt(g *cfg.Graph, lv *cfg.Liveness, at, k int) error {
 	// Where the flags are live the count goes up by lea through a
 	// register; without one to borrow, the flags are saved instead.
 	lea := flagsLive
-	var free, borrowed []effect.Reg
+	var gd *guard
 	var err error
 	if lea {
-		free, borrowed, err = kit.Scratch(need+1, live.Regs, effect.RSP.Set(), uses)
-		if errors.Is(err, kit.ErrNoScratch) {
-			lea = false
-		}
+		gd, err = ss.open(live, effect.RSP.Set(), uses, need+1, false)
+		lea = !errors.Is(err, kit.ErrNoScratch)
 	}
-	if !lea && need > 0 {
-		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set(), uses)
+	if !lea {
+		gd, err = ss.open(live, effect.RSP.Set(), uses, need, true)
 	}
-	if err != nil && (lea || need > 0) {
+	if err != nil {
 		return err
 	}
-	pushf := flagsLive && !lea
 	bb := ss.b
-	if len(borrowed) > 0 || pushf {
-		bb.Save(borrowed...)
-		if pushf {
-			bb.Bytes(0x9c) // pushfq
-		}
-	}
 	u := snippet.NoReg
 	if ss.slots.Model == kit.InitialExec {
-		u = kit.Reg(free[0])
+		u = gd.regs[0]
 	}
 	ctr := ss.slots.At(bb, k+1, u, true, false)
 	if lea {
-		r := kit.Reg(free[len(free)-1])
+		r := gd.regs[len(gd.regs)-1]
 		bb.MovQ(ctr, r)
 		bb.LeaQ(snippet.Mem(r, 1), r)
 		bb.MovQ(r, ctr)
 	} else {
 		bb.AddQ(snippet.Imm(1), ctr)
 	}
-	if len(borrowed) > 0 || pushf {
-		if pushf {
-			bb.Bytes(0x9d) // popfq
-		}
-		bb.Restore(borrowed...)
-	}
+	ss.close(gd)
 	sn, err := bb.Assemble()
 	if err != nil {
 		return err
@@ -339,52 +325,84 @@ func (ss *session) countAt(g *cfg.Graph, lv *cfg.Liveness, at, k int) error {
 // the flags, saved around it where they are live (never at a function
 // entry that follows the ABI).
 func (ss *session) register(g *cfg.Graph, lv *cfg.Liveness, at int) error {
-	live := lv.Before(at)
-	flagsLive := live.Flags&effect.Status != 0
-	bb := ss.b
-	var free, borrowed []effect.Reg
+	need := 0
 	if ss.slots.Model == kit.InitialExec {
-		var err error
-		free, borrowed, err = kit.Scratch(1, live.Regs, effect.RSP.Set(), lv.Effect(at).Use)
-		if err != nil {
-			return err
-		}
+		need++
 	}
-	stepped := flagsLive || len(borrowed) > 0
-	if stepped {
-		bb.Save(borrowed...)
-		if flagsLive {
-			bb.Bytes(0x9c) // pushfq
-		}
+	gd, err := ss.open(lv.Before(at), effect.RSP.Set(), lv.Effect(at).Use, need, true)
+	if err != nil {
+		return err
 	}
+	bb := ss.b
 	u := snippet.NoReg
-	if len(free) > 0 {
-		u = kit.Reg(free[0])
+	if need > 0 {
+		u = gd.regs[0]
 	}
-	word := ss.slots.At(bb, 0, u, false, stepped)
+	word := ss.slots.At(bb, 0, u, false, gd.stepped)
 	bb.CmpQ(snippet.Imm(0), word)
 	bb.Jcc(snippet.CondNE, "registered")
-	if !stepped {
+	if !gd.stepped {
 		bb.LeaQ(snippet.Mem(snippet.RSP, -kit.RedZone), snippet.RSP)
 	}
 	bb.CallGOT("vpt_blocks_thread")
 	// nopl desc(%rip): the runtime's argument (vptrace/ABI.md)
 	bb.Field([]byte{0x0f, 0x1f, 0x05, 0, 0, 0, 0}, 3, elf.R_X86_64_PC32, kit.Named(ss.sym("desc")), -4)
-	if !stepped {
+	if !gd.stepped {
 		bb.LeaQ(snippet.Mem(snippet.RSP, kit.RedZone), snippet.RSP)
 	}
 	bb.Label("registered")
-	if stepped {
-		if flagsLive {
-			bb.Bytes(0x9d) // popfq
-		}
-		bb.Restore(borrowed...)
-	}
+	ss.close(gd)
 	sn, err := bb.Assemble()
 	if err != nil {
 		return err
 	}
 	return g.Sec.InsertBefore(at, sn)
+}
+
+// guard is the frame of code inserted where registers must be borrowed
+// or the flags saved (open, close).
+type guard struct {
+	regs     []snippet.Reg // the scratch registers
+	borrowed []effect.Reg  // the live ones among them, saved
+	flags    bool          // the flags are saved
+	stepped  bool          // rsp is below the red zone
+}
+
+// open picks need scratch registers where live is live (none of
+// reserved; none that uses holds is borrowed) and starts the code: when
+// it borrows registers or saves the flags (saveFlags, and they are
+// live), it steps over the red zone, pushes the registers, then the
+// flags. It emits nothing when it fails (kit.ErrNoScratch).
+func (ss *session) open(live cfg.Live, reserved, uses effect.RegSet, need int, saveFlags bool) (*guard, error) {
+	gd := &guard{flags: saveFlags && live.Flags&effect.Status != 0}
+	if need > 0 {
+		free, borrowed, err := kit.Scratch(need, live.Regs, reserved, uses)
+		if err != nil {
+			return nil, err
+		}
+		gd.borrowed = borrowed
+		for _, r := range free {
+			gd.regs = append(gd.regs, kit.Reg(r))
+		}
+	}
+	gd.stepped = gd.flags || len(gd.borrowed) > 0
+	if gd.stepped {
+		ss.b.Save(gd.borrowed...)
+		if gd.flags {
+			ss.b.Bytes(0x9c) // pushfq
+		}
+	}
+	return gd, nil
+}
+
+// close ends what open started.
+func (ss *session) close(gd *guard) {
+	if gd.stepped {
+		if gd.flags {
+			ss.b.Bytes(0x9d) // popfq
+		}
+		ss.b.Restore(gd.borrowed...)
+	}
 }
 
 // Finish writes the descriptor, block records and strings, sizes the

@@ -135,42 +135,6 @@ func (ss *session) countLoop(g *cfg.Graph, lv *cfg.Liveness, l *selfLoop, k int)
 	return ss.loopExit(g, lv, l, k)
 }
 
-// scratch returns need scratch registers at edge e, never the induction
-// register, and starts the code: steps over the red zone and saves the
-// borrowed registers (and the flags, when saveFlags and they are live).
-// The returned function ends it.
-func (ss *session) scratch(lv *cfg.Liveness, e kit.Edge, l *selfLoop, need int, saveFlags bool) ([]snippet.Reg, func(), error) {
-	live := e.Live(lv)
-	flagsLive := saveFlags && live.Flags&effect.Status != 0
-	bb := ss.b
-	var free, borrowed []effect.Reg
-	if need > 0 {
-		var err error
-		free, borrowed, err = kit.Scratch(need, live.Regs, effect.RSP.Set()|l.iv.Set(), l.iv.Set())
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	if len(borrowed) > 0 || flagsLive {
-		bb.Save(borrowed...)
-		if flagsLive {
-			bb.Bytes(0x9c) // pushfq
-		}
-	}
-	regs := make([]snippet.Reg, len(free))
-	for i, r := range free {
-		regs[i] = kit.Reg(r)
-	}
-	return regs, func() {
-		if len(borrowed) > 0 || flagsLive {
-			if flagsLive {
-				bb.Bytes(0x9d) // popfq
-			}
-			bb.Restore(borrowed...)
-		}
-	}, nil
-}
-
 // loopEntry stores iv>>shift into the loop's slot at entry edge e:
 //
 //	mov %iv,%fs:loops+8j          (shift 0, local-exec: nothing else)
@@ -183,10 +147,11 @@ func (ss *session) loopEntry(g *cfg.Graph, lv *cfg.Liveness, e kit.Edge, l *self
 	if ss.loopSlots.Model == kit.InitialExec {
 		need++
 	}
-	regs, done, err := ss.scratch(lv, e, l, need, l.shift > 0)
+	gd, err := ss.open(e.Live(lv), effect.RSP.Set()|l.iv.Set(), l.iv.Set(), need, l.shift > 0)
 	if err != nil {
 		return err
 	}
+	regs := gd.regs
 	bb := ss.b
 	u := snippet.NoReg
 	if ss.loopSlots.Model == kit.InitialExec {
@@ -199,7 +164,7 @@ func (ss *session) loopEntry(g *cfg.Graph, lv *cfg.Liveness, e kit.Edge, l *self
 		src = regs[0]
 	}
 	bb.MovQ(src, ss.loopSlots.At(bb, l.slot, u, true, false))
-	done()
+	ss.close(gd)
 	sn, err := bb.Assemble()
 	if err != nil {
 		return err
@@ -219,10 +184,11 @@ func (ss *session) loopExit(g *cfg.Graph, lv *cfg.Liveness, l *selfLoop, k int) 
 	if ss.slots.Model == kit.InitialExec {
 		need++
 	}
-	regs, done, err := ss.scratch(lv, l.exit, l, need, true)
+	gd, err := ss.open(l.exit.Live(lv), effect.RSP.Set()|l.iv.Set(), l.iv.Set(), need, true)
 	if err != nil {
 		return err
 	}
+	regs := gd.regs
 	bb := ss.b
 	t := regs[0]
 	u := snippet.NoReg
@@ -241,7 +207,7 @@ func (ss *session) loopExit(g *cfg.Graph, lv *cfg.Liveness, l *selfLoop, k int) 
 		bb.SubQ(ss.loopSlots.At(bb, l.slot, u, false, false), t)
 	}
 	bb.AddQ(t, ss.slots.At(bb, k+1, u, true, false))
-	done()
+	ss.close(gd)
 	sn, err := bb.Assemble()
 	if err != nil {
 		return err
