@@ -19,8 +19,6 @@
 # BENCH_DIR (default .cache/bench-blockcount).
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-wl="$root/vptrace/testdata/workloads"
 runs=7
 opt="-O2"
 while getopts "n:O:h" o; do
@@ -32,28 +30,8 @@ while getopts "n:O:h" o; do
 done
 shift $((OPTIND - 1))
 
-HIJACK=${HIJACK:-$root/bin/hijack}
-if [[ -z ${VPTRACE_LIB:-} ]]; then
-	VPTRACE_LIB=$(dirname "$HIJACK")/libvptrace.a
-	[[ -f $VPTRACE_LIB ]] || VPTRACE_LIB=$root/bin/libvptrace.a
-fi
-CC=${CC:-gcc}
-dir=${BENCH_DIR:-$root/.cache/bench-blockcount}
-for f in "$HIJACK" "$VPTRACE_LIB"; do
-	[[ -f $f ]] || { echo "bench-blockcount: $f not found (make build)" >&2; exit 2; }
-done
-
-meta() { sed -n "1,/^[^/]/s|^// $2: *||p" "$1"; }
-if [[ $# -gt 0 ]]; then
-	names=("$@")
-else
-	names=()
-	for k in "$wl"/*_kern.c; do names+=("$(basename "$k" _kern.c)"); done
-fi
-cpuflags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-has_cpu() { local f; for f in "$@"; do [[ " $cpuflags " == *" $f "* ]] || return 1; done; }
-now() { date +%s%N; }
-median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/bench-workloads.sh"
+bench_setup bench-blockcount "$@"
 
 build() { # KERN DRV DIR
 	local kern=$1 drv=$2 w=$3
@@ -69,7 +47,6 @@ build() { # KERN DRV DIR
 	cmp -s "$w/plain.out" "$w/bc.out" || { echo "the blockcount build's output differs from the plain one's"; return 1; }
 }
 
-mkdir -p "$dir"
 echo "blockcount overhead: $CC $opt kernels, driver -O2, $runs runs each, median wall time; baseline links the runtime"
 printf '%-10s %8s %8s %7s %14s\n' workload plain bc bc/pl 'block execs'
 declare -a rs=()
@@ -106,5 +83,5 @@ for name in "${names[@]}"; do
 	printf '%-10s %8.3f %8.3f %7s %14s\n' "$name" "$p" "$b" "$r" "$execs"
 done
 if [[ ${#rs[@]} -gt 0 ]]; then
-	printf '%-10s %8s %8s %7s\n' geomean "" "" "$(printf '%s\n' "${rs[@]}" | awk '{s+=log($1); n++} END{printf "%.3f", exp(s/n)}')"
+	printf '%-10s %8s %8s %7s\n' geomean "" "" "$(geo "${rs[@]}")"
 fi

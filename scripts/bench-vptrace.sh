@@ -24,8 +24,6 @@
 # runtime (make build; vptrace/runtime/build.sh).
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-wl="$root/vptrace/testdata/workloads"
 runs=7
 opt="-O2"
 keep=0
@@ -39,43 +37,15 @@ while getopts "n:O:kh" o; do
 done
 shift $((OPTIND - 1))
 
-HIJACK=${HIJACK:-$root/bin/hijack}
-if [[ -z ${VPTRACE_LIB:-} ]]; then
-	VPTRACE_LIB=$(dirname "$HIJACK")/libvptrace.a
-	[[ -f $VPTRACE_LIB ]] || VPTRACE_LIB=$root/bin/libvptrace.a
-fi
-CC=${CC:-gcc}
-dir=${BENCH_DIR:-$root/.cache/bench-vptrace}
-for f in "$HIJACK" "$VPTRACE_LIB"; do
-	[[ -f $f ]] || { echo "bench-vptrace: $f not found (make build; vptrace/runtime/build.sh)" >&2; exit 2; }
-done
-command -v "$CC" >/dev/null || { echo "bench-vptrace: $CC not found" >&2; exit 2; }
+. "$(dirname "$0")/bench-workloads.sh"
+bench_setup bench-vptrace "$@"
 
-# the workloads and their metadata (// key: value lines at the top of the kernel)
-meta() { sed -n "1,/^[^/]/s|^// $2: *||p" "$1"; }
-if [[ $# -gt 0 ]]; then
-	names=("$@")
-else
-	names=()
-	for k in "$wl"/*_kern.c; do names+=("$(basename "$k" _kern.c)"); done
-fi
-
-cpuflags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-has_cpu() { local f; for f in "$@"; do [[ " $cpuflags " == *" $f "* ]] || return 1; done; }
-if [[ $opt == *x86-64-v3* || $opt == *avx2* || $opt == *native* ]] && ! has_cpu avx2 fma bmi2; then
-	echo "bench-vptrace: this CPU cannot run $opt code" >&2
-	exit 2
-fi
-
-mkdir -p "$dir"
 rules() { # threshold
 	printf 'version: 1\nrules:\n  - preset: vptrace\n    params:\n      threshold: %s\n      pagesize: 4096\n      usestack: false\n' "$1"
 }
 rules 0.0 >"$dir/T0.yaml"
 rules 1.0 >"$dir/T1.yaml"
 
-now() { date +%s%N; }
-median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # build NAME KERN DRV DIR: the plain and the T0/T1 builds, one untimed run
 # of each (page cache, and the outputs must agree)
@@ -148,7 +118,6 @@ for name in "${names[@]}"; do
 		"$name" "$p" "$t0" "$r0" "$t1" "$r1" "$off" "$roff" "${ev:-?}" "$evs" "${pg:-?}"
 	[[ $keep == 1 ]] || rm -f "$w"/*.vpt
 done
-geo() { printf '%s\n' "$@" | awk '{s+=log($1); n++} END{if(n) printf "%.3f", exp(s/n); else print "-"}'; }
 if [[ ${#r0s[@]} -gt 0 ]]; then
 	printf '%-10s %8s %8s %7s %8s %7s %8s %7s\n' geomean "" "" "$(geo "${r0s[@]}")" "" "$(geo "${r1s[@]}")" "" "$(geo "${rofs[@]}")"
 fi
