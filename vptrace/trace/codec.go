@@ -221,6 +221,16 @@ func (t *ThreadStart) AppendPayload(dst []byte) []byte {
 	e.u32(t.Flags)
 	e.u64(t.Time)
 	e.b = appendName(e.b, t.Name)
+	if t.Stack != (Range{}) || len(t.TLS) > 0 {
+		e.u64(t.Stack.Lo)
+		e.u64(t.Stack.Hi)
+		e.u32(uint32(len(t.TLS)))
+		e.u32(0)
+		for _, r := range t.TLS {
+			e.u64(r.Lo)
+			e.u64(r.Hi)
+		}
+	}
 	return e.b
 }
 
@@ -244,6 +254,17 @@ func DecodeThreadStart(p []byte) (*ThreadStart, error) {
 	t := &ThreadStart{Serial: d.u64(), TID: d.u32(), Flags: d.u32(), Time: d.u64()}
 	if d.err == nil && d.off < len(p) {
 		t.Name = d.name()
+	}
+	if d.err == nil && d.off+24 <= len(p) { // 1.3: stack and TLS blocks
+		t.Stack = Range{d.u64(), d.u64()}
+		n := d.u32()
+		d.u32()
+		if uint64(n)*16 > uint64(len(p)-d.off) {
+			return nil, fmt.Errorf("thread: %d TLS blocks in %d bytes", n, len(p)-d.off)
+		}
+		for range n {
+			t.TLS = append(t.TLS, Range{d.u64(), d.u64()})
+		}
 	}
 	return t, d.err
 }
@@ -463,8 +484,8 @@ func DecodeStatus(p []byte) (*Status, error) {
 }
 
 // Decode decodes a chunk's payload into *Header, *Object, *ThreadStart,
-// *ThreadExit, *Agg, *Raw, *Note, *End, *Status, *BlockObject or
-// *BlockCounts. Unknown types return (nil, nil):
+// *ThreadExit, *Agg, *Raw, *Note, *End, *Status, *BlockObject,
+// *BlockCounts, *Allocs or *Maps. Unknown types return (nil, nil):
 // newer minor versions may add chunk types, which readers skip.
 func Decode(typ ChunkType, p []byte) (any, error) {
 	switch typ {
@@ -490,6 +511,10 @@ func Decode(typ ChunkType, p []byte) (any, error) {
 		return DecodeBlockObject(p)
 	case ChunkCounts:
 		return DecodeBlockCounts(p)
+	case ChunkAllocs:
+		return DecodeAllocs(p)
+	case ChunkMaps:
+		return DecodeMaps(p)
 	}
 	return nil, nil
 }

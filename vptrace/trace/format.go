@@ -24,7 +24,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 2
+	Minor      = 3
 	PageShift  = abi.PageShift
 	PageSize   = abi.PageSize
 
@@ -49,6 +49,8 @@ const (
 	ChunkStatus     ChunkType = 9  // Status: the file's write status (1.1), rewritten in place
 	ChunkBlocks     ChunkType = 10 // BlockObject: a blockcount object's block table (1.2)
 	ChunkCounts     ChunkType = 11 // BlockCounts: one thread's block counts of an object (1.2)
+	ChunkAllocs     ChunkType = 12 // Allocs: one thread's allocation events (1.3)
+	ChunkMaps       ChunkType = 13 // Maps: the process's mappings at a time (1.3)
 )
 
 func (t ChunkType) String() string {
@@ -75,6 +77,10 @@ func (t ChunkType) String() string {
 		return "blocks"
 	case ChunkCounts:
 		return "counts"
+	case ChunkAllocs:
+		return "allocs"
+	case ChunkMaps:
+		return "maps"
 	}
 	return fmt.Sprintf("chunk-%d", uint16(t))
 }
@@ -216,6 +222,11 @@ type ThreadStart struct {
 	Flags  uint32
 	Time   uint64 // thread's first event, ns since start
 	Name   string // thread name (prctl PR_GET_NAME) at its first event
+
+	// Stack is the thread's stack, TLS its TLS blocks (1.3; zero and nil
+	// when the runtime did not say).
+	Stack Range
+	TLS   []Range
 }
 
 // ThreadExit: a thread exited (its key destructor ran).

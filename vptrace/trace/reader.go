@@ -237,9 +237,16 @@ func findValid(b []byte) int {
 	return -1
 }
 
-// ReadAll reads the rest of the file into a Trace.
-func (r *Reader) ReadAll() (*Trace, error) {
+// ReadAll reads the rest of the file into a Trace. A page's owner
+// (Page.Region) is the region that held it at the page's first event: a
+// stream is read once, and allocation events may follow the page
+// aggregates they explain. Load reads a file twice and splits each page
+// by owner over time (Page.Parts).
+func (r *Reader) ReadAll() (*Trace, error) { return r.readAll(nil) }
+
+func (r *Reader) readAll(idx *regionIndex) (*Trace, error) {
 	b := newBuilder(r.Header)
+	b.idx = idx
 	for {
 		c, err := r.Next()
 		if err == io.EOF {
@@ -262,14 +269,21 @@ func (r *Reader) ReadAll() (*Trace, error) {
 	return b.finish(), nil
 }
 
-// Load reads a trace file into a Trace.
+// Load reads a trace file into a Trace. It reads the file twice: first
+// the allocation events and thread ranges, so that the pages' events are
+// split by the region (heap block, mapping, stack, TLS) that owned them at
+// each time (Page.Parts).
 func Load(path string) (*Trace, error) {
+	idx, err := scanRegions(path)
+	if err != nil {
+		return nil, err
+	}
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	t, err := r.ReadAll()
+	t, err := r.readAll(idx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -279,3 +293,42 @@ func Load(path string) (*Trace, error) {
 
 // IsNotTrace reports whether err says the input is not a trace file.
 func IsNotTrace(err error) bool { return errors.Is(err, ErrNotTrace) }
+
+// scanRegions reads the chunks that describe regions (ALLOCS, THREAD,
+// THREAD_EXIT) and returns their index, nil when the file has none.
+// Damage and decoding errors are left to the full read to report.
+func scanRegions(path string) (*regionIndex, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var rb regionBuilder
+	for {
+		c, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if c.Type != ChunkAllocs && c.Type != ChunkThread && c.Type != ChunkThreadExit {
+			continue
+		}
+		switch x, _ := c.Decode(); x := x.(type) {
+		case *Allocs:
+			rb.allocs(x)
+		case *ThreadStart:
+			rb.thread(x)
+		case *ThreadExit:
+			rb.exit(x)
+		}
+	}
+	if rb.empty() {
+		return nil, nil
+	}
+	rs, lost := rb.build()
+	idx := newRegionIndex(rs)
+	idx.lost = lost
+	return idx, nil
+}

@@ -39,6 +39,17 @@ type Trace struct {
 	// Reg); Thread.Blocks holds their counts.
 	BlockObjects []*BlockObject
 
+	// Regions are the heap blocks, mappings, stacks and TLS blocks the
+	// allocation events and thread ranges describe (1.3), in the order
+	// they were built; Page.Region and PagePart.Region point into it.
+	// Maps are the MAPS snapshots in file order. AllocEvents counts the
+	// allocation events read, AllocsLost those the runtime could not
+	// record.
+	Regions     []*Region
+	Maps        []*Maps
+	AllocEvents uint64
+	AllocsLost  uint64
+
 	byTID     map[uint32]*Thread
 	blockObjs map[uint32]*BlockObject // by Reg
 }
@@ -82,7 +93,35 @@ type Page struct {
 	Last   uint64
 	Sites  []SiteCount // ascending Site
 
+	// Region is the page's owner (the region with most of its events;
+	// nil: no region of the trace covered it). Parts splits the page's
+	// events by owner when its owner changed over time (a block freed and
+	// the page reused by another); nil when it had one or none.
+	Region *Region
+	Parts  []*PagePart
+
 	raw []SiteCount // events from raw chunks: kinds resolved at the end
+}
+
+// PagePart is what a thread did to a page while one region owned it.
+type PagePart struct {
+	Region                *Region
+	Events, Reads, Writes uint64
+	First, Last           uint64
+	Sites                 []SiteCount // ascending Site
+
+	raw []SiteCount
+}
+
+func (p *Page) part(r *Region) *PagePart {
+	for _, x := range p.Parts {
+		if x.Region == r {
+			return x
+		}
+	}
+	x := &PagePart{Region: r, First: ^uint64(0)}
+	p.Parts = append(p.Parts, x)
+	return x
 }
 
 // Addr is the page's address.
@@ -181,6 +220,9 @@ type builder struct {
 	objs      map[uint64]*Object // by Desc
 	exec      string             // the program of the last NoteExec
 	counts    map[blockKey]uint64
+
+	rb  regionBuilder
+	idx *regionIndex // regions known before the pages (Load's first pass), or nil
 }
 
 func newBuilder(h *Header) *builder {
@@ -273,7 +315,9 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 		if in.Name == "" {
 			in.Name = x.Name
 		}
+		b.rb.thread(x)
 	case *ThreadExit:
+		b.rb.exit(x)
 		in, err := b.instance(x.Serial, x.TID)
 		if err != nil {
 			return nil, err
@@ -304,6 +348,17 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 				p.Sites = addSite(p.Sites, s.Site, s.Count)
 			}
 			in.Start = min(in.Start, pa.First)
+			if b.idx != nil {
+				pp := p.part(b.idx.at(pa.Page, pa.First))
+				pp.Events += pa.Events
+				pp.Reads += pa.Reads
+				pp.Writes += pa.Writes
+				pp.First = min(pp.First, pa.First)
+				pp.Last = max(pp.Last, pa.Last)
+				for _, s := range pa.Sites {
+					pp.Sites = addSite(pp.Sites, s.Site, s.Count)
+				}
+			}
 		}
 	case *Raw:
 		in, err := b.instance(x.Serial, x.TID)
@@ -322,6 +377,13 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 			p.Last = max(p.Last, e.Time)
 			p.raw = addSite(p.raw, e.Site, 1)
 			in.Start = min(in.Start, e.Time)
+			if b.idx != nil {
+				pp := p.part(b.idx.at(e.Page1-1, e.Time))
+				pp.Events++
+				pp.First = min(pp.First, e.Time)
+				pp.Last = max(pp.Last, e.Time)
+				pp.raw = addSite(pp.raw, e.Site, 1)
+			}
 		}
 	case *Note:
 		b.t.Notes = append(b.t.Notes, x)
@@ -344,6 +406,11 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 		if x.Flags&StatusWriteError != 0 {
 			b.writeError(x.Errno)
 		}
+	case *Allocs:
+		b.rb.allocs(x)
+		b.t.AllocEvents += uint64(len(x.Events))
+	case *Maps:
+		b.t.Maps = append(b.t.Maps, x)
 	case *BlockObject:
 		b.blockObject(x)
 	case *BlockCounts:
@@ -352,6 +419,39 @@ func (b *builder) add(c *Chunk) (err, fatal error) {
 		}
 	}
 	return nil, nil
+}
+
+// addRaw adds raw events' site counts to a page's (or part's) reads,
+// writes and sites, the kinds from the object tables.
+func (t *Trace) addRaw(raw []SiteCount, reads, writes uint64, sites []SiteCount) (uint64, uint64, []SiteCount) {
+	for _, s := range raw {
+		k := t.Site(s.Site).Kind
+		if k&KindRead != 0 {
+			reads += s.Count
+		}
+		if k&KindWrite != 0 {
+			writes += s.Count
+		}
+		sites = addSite(sites, s.Site, s.Count)
+	}
+	return reads, writes, sites
+}
+
+// finishRegions builds the trace's regions from what the chunks said and
+// returns their index (nil without any). With a first pass (Load) the
+// regions are already built and pages split by them.
+func (b *builder) finishRegions() *regionIndex {
+	if b.idx != nil {
+		b.t.Regions, b.t.AllocsLost = b.idx.all, b.idx.lost
+		return b.idx
+	}
+	if b.rb.empty() {
+		return nil
+	}
+	var lost uint64
+	b.t.Regions, lost = b.rb.build()
+	b.t.AllocsLost = lost
+	return newRegionIndex(b.t.Regions)
 }
 
 func (b *builder) writeError(errno uint32) {
@@ -370,23 +470,30 @@ func (b *builder) finish() *Trace {
 		return cmp.Compare(x.SitesAddr, y.SitesAddr)
 	})
 	b.finishBlocks()
+	idx := b.finishRegions()
+	bySite := func(x, y SiteCount) int { return cmp.Compare(x.Site, y.Site) }
 	for _, th := range t.byTID {
 		t.Threads = append(t.Threads, th)
 		for _, p := range th.Pages {
-			for _, s := range p.raw {
-				k := t.Site(s.Site).Kind
-				if k&KindRead != 0 {
-					p.Reads += s.Count
-				}
-				if k&KindWrite != 0 {
-					p.Writes += s.Count
-				}
-				p.Sites = addSite(p.Sites, s.Site, s.Count)
-			}
+			p.Reads, p.Writes, p.Sites = t.addRaw(p.raw, p.Reads, p.Writes, p.Sites)
 			p.raw = nil
-			slices.SortFunc(p.Sites, func(x, y SiteCount) int {
-				return cmp.Compare(x.Site, y.Site)
-			})
+			slices.SortFunc(p.Sites, bySite)
+			if b.idx == nil && idx != nil {
+				// regions known only now (one pass): the owner at the
+				// page's first event
+				p.Region = idx.at(p.Page, p.First)
+			}
+			for _, pp := range p.Parts {
+				pp.Reads, pp.Writes, pp.Sites = t.addRaw(pp.raw, pp.Reads, pp.Writes, pp.Sites)
+				pp.raw = nil
+				slices.SortFunc(pp.Sites, bySite)
+				if p.Region == nil || pp.Events > p.part(p.Region).Events {
+					p.Region = pp.Region
+				}
+			}
+			if len(p.Parts) == 1 {
+				p.Region, p.Parts = p.Parts[0].Region, nil
+			}
 			th.Events += p.Events
 			th.Reads += p.Reads
 			th.Writes += p.Writes

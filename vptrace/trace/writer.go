@@ -99,6 +99,17 @@ func (w *Writer) BlockCounts(c *BlockCounts) {
 	w.put(ChunkCounts, c)
 }
 
+// Allocs appends an allocs chunk (the runtime's C code writes these; tests
+// and converters use this).
+func (w *Writer) Allocs(a *Allocs) {
+	w.put(ChunkAllocs, a)
+}
+
+// Maps appends a maps chunk.
+func (w *Writer) Maps(m *Maps) {
+	w.put(ChunkMaps, m)
+}
+
 // Buffered is the number of bytes Flush would write.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
