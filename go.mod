@@ -3,6 +3,7 @@ module hijack
 go 1.26.8
 
 require (
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/spf13/pflag v1.1.0
 	github.com/twitchyliquid64/golang-asm v0.15.1
 	go.yaml.in/yaml/v3 v3.0.6

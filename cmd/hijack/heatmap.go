@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"hijack/vptrace/owner"
 	vplot "hijack/vptrace/plot"
+	"hijack/vptrace/trace"
 )
 
 const heatmapUsage = `Usage: hijack report --heatmap OUT.png|OUT.svg [--thread TID] [--kind reads|writes|all]
@@ -17,8 +19,10 @@ const heatmapUsage = `Usage: hijack report --heatmap OUT.png|OUT.svg [--thread T
 
 Draws pages against time, coloured by the number of events (log scale):
 like a DAMON or MadT access heatmap. Pages are grouped into regions (runs
-of touched pages with small gaps), each labelled with the variable most of
-its events name, or its segment and busiest function; a region too large
+of touched pages with small gaps), each labelled with the owner of most of
+its events (a variable, ALLOCATOR@FUNC+0xOFF for heap blocks, a file,
+stack:TID, ...; see hijack report --help), else the variable its
+instructions name, or its segment and busiest function; a region too large
 for one row per page shares rows. Time columns come from the aggregate
 chunks (a page's events in an interval spread over its first..last time
 in it) and from raw events (exact times).
@@ -110,7 +114,12 @@ func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool
 		}
 		return fail(1, "%s: no thread %d (threads: %s)", path, *tid, strings.Join(tids, " "))
 	}
-	hm, err := vplot.NewHeatmap(path, tr, vplot.HeatmapOptions{TID: *tid, Kind: k, Bins: *bins})
+	res := owner.New(tr)
+	ownerName := func(p *trace.Page) string {
+		_, name := ownerOf(res, wholeView(p), tr.Site(p.TopSite()))
+		return name
+	}
+	hm, err := vplot.NewHeatmap(path, tr, vplot.HeatmapOptions{TID: *tid, Kind: k, Bins: *bins, Owner: ownerName})
 	if errors.Is(err, vplot.ErrNoEvents) {
 		what := "the trace has"
 		if *tid >= 0 {

@@ -15,28 +15,54 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"hijack/vptrace/owner"
 	"hijack/vptrace/trace"
 )
 
 const reportUsage = `Usage: hijack report [--csv | --json] [--thread TID] [--top N] TRACE...
        hijack report --blocks [--csv | --json] [--thread TID] [--top N] TRACE...
 
-Summarises vptrace trace files (what a program linked with libvptrace.a
-writes to VPTRACE_OUT): per thread, the pages it touched, its working set,
-reads and writes, the busiest pages with the function, instruction and
-variable that touched them, and totals by function and by variable.
-Every process image writes its own file (a fork child, and the program an
-exec starts, too: see vptrace.h for the names); give several files to see
-them all. A file holding more than one process's trace is refused.
-Objects of the blockcount preset add to the same files how often each of
-their basic blocks ran, per thread: --blocks reports those.
+Summarises vptrace trace files (what a program linked with the vptrace
+runtime writes to VPTRACE_OUT): per thread, the pages it touched, its
+working set, reads and writes, the busiest pages with the function and
+instruction that touched them and what each page held (its owner), totals
+by owner and by function, and the allocation sites (allocator, caller,
+objects, bytes, pages, events). Every process image writes its own file (a
+fork child, and the program an exec starts, too: see vptrace.h for the
+names); give several files to see them all. A file holding more than one
+process's trace is refused. Objects of the blockcount preset add to the
+same files how often each of their basic blocks ran, per thread: --blocks
+reports those.
+
+A page's owner is named by its address, whichever instruction touched it
+(the runtime records allocations, mappings and each thread's stack and
+TLS; the mapped files' own symbol tables name globals, no -g needed):
+  global/static variable   its name (C++ demangled); unnamed read-only
+                           data "const", else the section (".got")
+  library data             LIB:NAME ("libc.so.6:stdout"), segment lib
+  heap block               ALLOCATOR@FUNC+0xOFF: the allocator and the
+                           return address of its call ("malloc@grid+0x2c",
+                           "new[]@main+0x91"); a call made inside a
+                           library on the program's behalf names the
+                           library function (strdup, fopen's buffer...)
+  mapping the program made a file's path; anonymous: mmap@FUNC+0xOFF
+  stack, TLS               stack:TID, tls:TID
+  other                    anon (an anonymous mapping no call explains),
+                           unknown
+A page whose block was freed and reused by another has one row per owner
+(--csv), split at the time of the first event under each. Traces of
+runtimes before format 1.3 name only globals their instructions named.
 
   (default)       readable tables
   --csv           one row per (thread, page):
                   thread,page,reads,writes,events,first_ns,last_ns,sites,
-                  top_function,top_insn,top_symbol,segment,object,pid
-                  (thread: kernel TID; page: 0x-prefixed page address)
-  --json          everything, including every page with its sites
+                  top_function,top_insn,top_symbol,segment,object,pid,
+                  owner (thread: kernel TID; page: 0x-prefixed page
+                  address; segment: global, heap, stack, tls, mmap, lib
+                  or unknown; a page that changed owners has a row per
+                  owner)
+  --json          everything, including every page with its sites and
+                  owner(s), and the allocation sites
   --thread TID    only this thread (kernel TID)
   --top N         pages, functions and variables per thread in tables
                   (default 10; 0: all)
@@ -73,6 +99,8 @@ type reportOpts struct {
 	thread    int64 // -1: all
 	top       int
 	topSet    bool // --top given
+
+	owners map[*trace.Trace]*owner.Resolver // by trace, made on first use
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
@@ -164,6 +192,13 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hijack: report: writing the report: %s\n", oneLine(err.Error()))
 		return exitFailure
 	}
+	for _, tr := range traces {
+		if res := o.owners[tr]; res != nil {
+			for _, p := range res.Problems() {
+				fmt.Fprintf(stderr, "hijack: %s: warning: cannot read the symbols of a mapped file, its addresses are named by the mapping: %s\n", tr.Path, oneLine(p))
+			}
+		}
+	}
 	return exitOK
 }
 
@@ -215,6 +250,14 @@ func warnings(tr *trace.Trace) []string {
 	if tr.Damaged > 0 {
 		ws = append(ws, fmt.Sprintf("%d damaged region(s), %d bytes skipped", tr.Damaged, tr.Skipped))
 	}
+	if tr.AllocsLost > 0 {
+		ws = append(ws, fmt.Sprintf("%d allocation events lost: the owners of some heap pages may be unknown or wrong", tr.AllocsLost))
+	}
+	for _, n := range tr.Notes {
+		if n.Kind == trace.NoteWarning && strings.HasPrefix(n.Text, "allocation tracking") {
+			ws = append(ws, n.Text)
+		}
+	}
 	return append(ws, tr.Errors...)
 }
 
@@ -245,18 +288,19 @@ func (o *reportOpts) threads(tr *trace.Trace) []*trace.Thread {
 // ---- analysis shared by the formats ----
 
 type pageRow struct {
-	p       *trace.Page
+	v       pageView
 	top     trace.Site // the site with the most events
-	sym     string     // the variable with the most events ("" if none)
+	sym     string     // the variable its instructions named with the most events ("" if none)
 	nsites  int
-	segment string
+	segment string // owner.Seg*
+	owner   string // what the page held (owner.Owner.Name)
 }
 
-func pageInfo(tr *trace.Trace, p *trace.Page) pageRow {
-	r := pageRow{p: p, nsites: len(p.Sites)}
-	r.top = tr.Site(p.TopSite())
+func pageInfo(tr *trace.Trace, res *owner.Resolver, v pageView) pageRow {
+	r := pageRow{v: v, nsites: len(v.sites)}
+	r.top = tr.Site(v.topSite())
 	syms := map[string]uint64{}
-	for _, s := range p.Sites {
+	for _, s := range v.sites {
 		if site := tr.Site(s.Site); site.Symbol != "" {
 			syms[site.Symbol] += s.Count
 		}
@@ -267,9 +311,7 @@ func pageInfo(tr *trace.Trace, p *trace.Page) pageRow {
 			r.sym, best = name, n
 		}
 	}
-	if r.top.Known() {
-		r.segment = r.top.Seg.String()
-	}
+	r.segment, r.owner = ownerOf(res, v, r.top)
 	return r
 }
 
@@ -405,6 +447,7 @@ func duration(tr *trace.Trace) uint64 {
 
 func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 	h := tr.Header
+	res := o.resolver(tr)
 	start := time.Unix(0, int64(h.StartUnix)).UTC().Format("2006-01-02 15:04:05 UTC")
 	cmd := strings.Join(h.Cmdline, " ")
 	if cmd == "" {
@@ -427,6 +470,14 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 		fmt.Fprintf(w, "; %d events DROPPED", drops)
 	}
 	fmt.Fprintln(w)
+	if tr.AllocEvents > 0 || len(tr.Maps) > 0 {
+		fmt.Fprintf(w, "owners: %d allocation events, %d regions (heap blocks, mappings, stacks, TLS), %d mapping snapshots",
+			tr.AllocEvents, len(tr.Regions), len(tr.Maps))
+		if tr.AllocsLost > 0 {
+			fmt.Fprintf(w, "; %d allocation events LOST", tr.AllocsLost)
+		}
+		fmt.Fprintln(w)
+	}
 	if tr.HasBlocks() {
 		objs, _, _, execs := blockObjects(tr)
 		fmt.Fprintf(w, "block counts: %d blockcount object(s), %d block executions (hijack report --blocks)\n", objs, execs)
@@ -456,28 +507,29 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 			name = " (" + th.Name + ")"
 		}
 		fmt.Fprintf(w, "\nthread %d%s: %d pages, %s\n", th.TID, name, len(th.Pages), bytesStr(th.WorkingSet()))
-		fmt.Fprintf(w, "  %-18s %9s %9s %9s  %-7s %-30s %s\n", "page", "events", "reads", "writes", "segment", "function+insn", "variable")
+		fmt.Fprintf(w, "  %-18s %9s %9s %9s  %-7s %-30s %s\n", "page", "events", "reads", "writes", "segment", "function+insn", "owner")
 		for _, p := range limit(topPages(th), o.top) {
-			r := pageInfo(tr, p)
+			r := pageInfo(tr, res, wholeView(p))
 			fmt.Fprintf(w, "  %#-18x %9d %9d %9d  %-7s %-30s %s\n", p.Addr(), p.Events, p.Reads, p.Writes,
-				r.segment, r.top.Where(), r.sym)
+				r.segment, r.top.Where(), r.owner)
 		}
-		byFunc, bySym := groups(tr, th)
+		byFunc, _ := groups(tr, th)
+		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by owner", "events", "reads", "writes", "pages")
+		for _, g := range limit(ownerGroups(tr, res, th), o.top) {
+			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
+		}
 		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by function", "events", "reads", "writes", "pages")
 		for _, g := range limit(byFunc, o.top) {
 			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
 		}
-		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by variable", "events", "reads", "writes", "pages")
-		for _, g := range limit(bySym, o.top) {
-			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
-		}
 	}
+	reportAllocSites(w, tr, res, o)
 }
 
 // ---- CSV ----
 
 var csvHeader = []string{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites",
-	"top_function", "top_insn", "top_symbol", "segment", "object", "pid"}
+	"top_function", "top_insn", "top_symbol", "segment", "object", "pid", "owner"}
 
 func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 	cw := csv.NewWriter(w)
@@ -485,19 +537,22 @@ func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 		return err
 	}
 	for _, tr := range traces {
+		res := o.resolver(tr)
 		pid := strconv.FormatUint(uint64(tr.Header.PID), 10)
 		for _, th := range o.threads(tr) {
 			tid := strconv.FormatUint(uint64(th.TID), 10)
 			for _, p := range th.SortedPages() {
-				r := pageInfo(tr, p)
-				fn, insn, obj := "", "", ""
-				if r.top.Known() {
-					fn, insn, obj = r.top.Function, fmt.Sprintf("%#x", r.top.InsnOff), r.top.Object.Name()
-				}
-				rec := []string{tid, fmt.Sprintf("%#x", p.Addr()), u(p.Reads), u(p.Writes), u(p.Events),
-					u(p.First), u(p.Last), strconv.Itoa(r.nsites), fn, insn, r.sym, r.segment, obj, pid}
-				if err := cw.Write(rec); err != nil {
-					return err
+				for _, v := range views(p) {
+					r := pageInfo(tr, res, v)
+					fn, insn, obj := "", "", ""
+					if r.top.Known() {
+						fn, insn, obj = r.top.Function, fmt.Sprintf("%#x", r.top.InsnOff), r.top.Object.Name()
+					}
+					rec := []string{tid, fmt.Sprintf("%#x", p.Addr()), u(v.reads), u(v.writes), u(v.events),
+						u(v.first), u(v.last), strconv.Itoa(r.nsites), fn, insn, r.sym, r.segment, obj, pid, r.owner}
+					if err := cw.Write(rec); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -520,16 +575,30 @@ type jsonSite struct {
 }
 
 type jsonPage struct {
-	Page        string     `json:"page"`
-	Events      uint64     `json:"events"`
-	Reads       uint64     `json:"reads"`
-	Writes      uint64     `json:"writes"`
-	FirstNS     uint64     `json:"first_ns"`
-	LastNS      uint64     `json:"last_ns"`
-	TopFunction string     `json:"top_function"`
-	TopSymbol   string     `json:"top_symbol"`
-	Segment     string     `json:"segment"`
-	Sites       []jsonSite `json:"sites"`
+	Page        string `json:"page"`
+	Events      uint64 `json:"events"`
+	Reads       uint64 `json:"reads"`
+	Writes      uint64 `json:"writes"`
+	FirstNS     uint64 `json:"first_ns"`
+	LastNS      uint64 `json:"last_ns"`
+	TopFunction string `json:"top_function"`
+	TopSymbol   string `json:"top_symbol"`
+	Segment     string `json:"segment"`
+	Owner       string `json:"owner"`
+	// Owners: the page's owners over time, when a block was freed and
+	// its page reused by another
+	Owners []jsonPart `json:"owners,omitempty"`
+	Sites  []jsonSite `json:"sites"`
+}
+
+type jsonPart struct {
+	Owner   string `json:"owner"`
+	Segment string `json:"segment"`
+	Events  uint64 `json:"events"`
+	Reads   uint64 `json:"reads"`
+	Writes  uint64 `json:"writes"`
+	FirstNS uint64 `json:"first_ns"`
+	LastNS  uint64 `json:"last_ns"`
 }
 
 type jsonThread struct {
@@ -547,6 +616,7 @@ type jsonThread struct {
 	LastNS     uint64     `json:"last_ns"`
 	ByFunction []group    `json:"by_function"`
 	BySymbol   []group    `json:"by_symbol"`
+	ByOwner    []group    `json:"by_owner"`
 	PageList   []jsonPage `json:"page_list"`
 }
 
@@ -570,6 +640,11 @@ type jsonTrace struct {
 	Notes      []jsonNote     `json:"notes"`
 	Threads    []jsonThread   `json:"threads"`
 	Chunks     map[string]int `json:"chunks"`
+	// AllocSites: the allocation sites (format 1.3), the most events
+	// first; AllocEvents, AllocsLost: allocation events read and lost
+	AllocSites  []*allocSite `json:"allocation_sites"`
+	AllocEvents uint64       `json:"allocation_events"`
+	AllocsLost  uint64       `json:"allocation_events_lost"`
 }
 
 type jsonObject struct {
@@ -592,11 +667,13 @@ func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 	}{Traces: []jsonTrace{}}
 	for _, tr := range traces {
 		h := tr.Header
+		res := o.resolver(tr)
 		jt := jsonTrace{Path: tr.Path, PID: h.PID, PPID: h.PPID, ForkChild: h.Flags&trace.HeaderForked != 0,
 			Program: h.Program, Cmdline: h.Cmdline, StartUnix: h.StartUnix, DurationNS: duration(tr),
 			Complete: tr.End != nil && !tr.WriteError, Truncated: tr.Truncated, Damaged: tr.Damaged, Exec: tr.Exec,
 			Status: status(tr), Warnings: append([]string{}, warnings(tr)...),
-			Objects: []jsonObject{}, Notes: []jsonNote{}, Threads: []jsonThread{}, Chunks: map[string]int{}}
+			Objects: []jsonObject{}, Notes: []jsonNote{}, Threads: []jsonThread{}, Chunks: map[string]int{},
+			AllocSites: allocSites(tr, res, o), AllocEvents: tr.AllocEvents, AllocsLost: tr.AllocsLost}
 		if tr.WriteError {
 			jt.WriteError = writeErr(tr)
 		}
@@ -618,12 +695,20 @@ func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 				Pages: len(th.Pages), WorkingSet: th.WorkingSet(), Events: th.Events, Reads: th.Reads,
 				Writes: th.Writes, Drops: th.Drops, FirstNS: th.First, LastNS: th.Last, PageList: []jsonPage{}}
 			jth.ByFunction, jth.BySymbol = groups(tr, th)
+			jth.ByOwner = ownerGroups(tr, res, th)
 			for _, p := range th.SortedPages() {
-				r := pageInfo(tr, p)
+				r := pageInfo(tr, res, wholeView(p))
 				jp := jsonPage{Page: fmt.Sprintf("%#x", p.Addr()), Events: p.Events, Reads: p.Reads, Writes: p.Writes,
-					FirstNS: p.First, LastNS: p.Last, TopSymbol: r.sym, Segment: r.segment, Sites: []jsonSite{}}
+					FirstNS: p.First, LastNS: p.Last, TopSymbol: r.sym, Segment: r.segment, Owner: r.owner, Sites: []jsonSite{}}
 				if r.top.Known() {
 					jp.TopFunction = r.top.Function
+				}
+				if len(p.Parts) > 0 {
+					for _, v := range views(p) {
+						pr := pageInfo(tr, res, v)
+						jp.Owners = append(jp.Owners, jsonPart{Owner: pr.owner, Segment: pr.segment, Events: v.events,
+							Reads: v.reads, Writes: v.writes, FirstNS: v.first, LastNS: v.last})
+					}
 				}
 				for _, sc := range p.Sites {
 					s := tr.Site(sc.Site)

@@ -29,6 +29,10 @@ type HeatmapOptions struct {
 	Rows int
 	// Gap: pages further apart than this start a new region (0: 16).
 	Gap uint64
+	// Owner names what a page held (package owner); regions are labelled
+	// by the owner with most of their events. Nil, or "" and "unknown"
+	// for all of a region's pages: the variable or segment its sites name.
+	Owner func(p *trace.Page) string
 }
 
 // Region is a run of touched pages (gaps of at most HeatmapOptions.Gap
@@ -248,19 +252,31 @@ func (h *Heatmap) regions(tr *trace.Trace, pageEv map[uint64]float64, o HeatmapO
 	// labels: the variable with the most events on the region's pages,
 	// else the segment and function of its busiest site
 	byPage := map[uint64][]trace.SiteCount{}
+	owners := map[uint64]map[string]uint64{} // page -> owner -> events
 	for _, th := range tr.Threads {
 		if o.TID >= 0 && int64(th.TID) != o.TID {
 			continue
 		}
 		for _, p := range th.Pages {
 			byPage[p.Page] = append(byPage[p.Page], p.Sites...)
+			if o.Owner != nil {
+				if name := o.Owner(p); name != "" && name != "unknown" {
+					if owners[p.Page] == nil {
+						owners[p.Page] = map[string]uint64{}
+					}
+					owners[p.Page][name] += p.Events
+				}
+			}
 		}
 	}
 	for i := range h.Regions {
 		r := &h.Regions[i]
 		syms, funcs := map[string]uint64{}, map[string]uint64{}
-		segs := map[string]uint64{}
+		segs, own := map[string]uint64{}, map[string]uint64{}
 		for p := r.Lo; p <= r.Hi; p++ {
+			for name, n := range owners[p] {
+				own[name] += n
+			}
 			for _, sc := range byPage[p] {
 				s := tr.Site(sc.Site)
 				if !s.Known() {
@@ -275,6 +291,8 @@ func (h *Heatmap) regions(tr *trace.Trace, pageEv map[uint64]float64, o HeatmapO
 		}
 		size := bytesStr((r.Hi - r.Lo + 1) * trace.PageSize)
 		switch {
+		case len(own) > 0:
+			r.Label = fmt.Sprintf("%s (%s)", top(own), size)
 		case len(syms) > 0:
 			r.Label = fmt.Sprintf("%s (%s)", top(syms), size)
 		case len(segs) > 0:
