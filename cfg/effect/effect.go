@@ -202,6 +202,7 @@ func (e *Effect) vexFallback(c *ctx) bool {
 
 // decoded computes the effect from x86asm's decoding.
 func (e *Effect) decoded(c *ctx) {
+	table := opTable()
 	if c.asm.Op == 0 || int(c.asm.Op) >= len(table) {
 		e.unknown(c)
 		return

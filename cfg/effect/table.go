@@ -3,6 +3,7 @@ package effect
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -258,21 +259,21 @@ var specs = []spec{
 	{"PDEP PEXT SARX SHLX SHRX RORX", gen("wrr")},
 }
 
-// table maps every x86asm Op to its description.
-var table []opInfo
+// opTable maps every x86asm Op to its description. It is built on first
+// use, not at package initialisation: a process that never asks for an
+// effect (hijack's start-up, a rewrite with pad) does not pay for it.
+var opTable = sync.OnceValue(buildTable)
 
-// opByName maps x86asm op names to ops.
-var opByName map[string]x86asm.Op
-
-func init() {
-	opByName = make(map[string]x86asm.Op)
+// buildTable builds the table from condFlags, sseOps and specs.
+func buildTable() []opInfo {
+	opByName := make(map[string]x86asm.Op, x86asm.VZEROUPPER)
 	for op := x86asm.Op(1); op <= x86asm.VZEROUPPER; op++ {
 		s := op.String()
 		if !strings.HasPrefix(s, "Op(") {
 			opByName[s] = op
 		}
 	}
-	table = make([]opInfo, x86asm.VZEROUPPER+1)
+	table := make([]opInfo, x86asm.VZEROUPPER+1)
 	set := func(names string, info opInfo) {
 		for _, n := range strings.Fields(names) {
 			op, ok := opByName[n]
@@ -306,4 +307,5 @@ func init() {
 			table[op] = gen("w")
 		}
 	}
+	return table
 }
