@@ -1,6 +1,7 @@
 # hijack — build and test entry points. See README.md.
 #
-#   make build        bin/hijack, the runtime (bin/libvptrace.so, bin/libvptrace.a,
+#   make build        bin/hijack (and bin/hijack-plot, which runs its plotting
+#                     commands), the runtime (bin/libvptrace.so, bin/libvptrace.a,
 #                     bin/vptrace.h, bin/vptrace.supp: vptrace/runtime/build.sh)
 #   make deps         install the packages and Debian sources the tests need
 #   make test         deps + build + unit tests + e2e suite + realworld-short (what CI runs)
@@ -39,8 +40,14 @@ all: build
 # What hijack --version prints: the commit, and whether the tree was modified.
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
+# bin/hijack is the rewriter without the plotting commands (-tags noplot:
+# hijack tune and report --heatmap run in bin/hijack-plot, the full build)
+# and without cgo (nothing in it needs libc): gonum/plot's package
+# initialisation, the dynamic loader and libc's thread start-up would cost
+# every process, one per object in a build, more than a small rewrite.
 build:
-	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack ./cmd/hijack
+	CGO_ENABLED=0 $(GO) build -tags noplot -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack ./cmd/hijack
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack-plot ./cmd/hijack
 	@$(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 
 deps:

@@ -1,3 +1,5 @@
+//go:build !noplot
+
 package main
 
 import (
@@ -14,39 +16,10 @@ import (
 	"hijack/vptrace/trace"
 )
 
-const heatmapUsage = `Usage: hijack report --heatmap OUT.png|OUT.svg [--thread TID] [--kind reads|writes|all]
-                     [--size WxH] [--bins N] TRACE
-
-Draws pages against time, coloured by the number of events (log scale):
-like a DAMON or MadT access heatmap. Pages are grouped into regions (runs
-of touched pages with small gaps), each labelled with the owner of most of
-its events (a variable, ALLOCATOR@FUNC+0xOFF for heap blocks, a file,
-stack:TID, ...; see hijack report --help), else the variable its
-instructions name, or its segment and busiest function; a region too large
-for one row per page shares rows. Time columns come from the aggregate
-chunks (a page's events in an interval spread over its first..last time
-in it) and from raw events (exact times).
-
-  --heatmap FILE   the image: .png or .svg
-  --thread TID     only this thread (kernel TID); default all threads
-  --kind KIND      reads, writes or all (default)
-  --size WxH       image size in pixels (default 1200x800)
-  --bins N         time columns (default: one per clock tick, at most 240)
-`
-
 // reportHeatmap handles `hijack report --heatmap FILE ...`; ok is false
 // when the arguments do not ask for a heatmap (the report goes on).
 func reportHeatmap(args []string, stdout, stderr io.Writer) (status int, ok bool) {
-	asked := false
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--heatmap" || a == "-heatmap" || strings.HasPrefix(a, "--heatmap=") || strings.HasPrefix(a, "-heatmap=") {
-			asked = true
-		}
-	}
-	if !asked {
+	if !wantsHeatmap(args) {
 		return 0, false
 	}
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)

@@ -1,3 +1,5 @@
+//go:build !noplot
+
 package main
 
 import (
@@ -20,46 +22,6 @@ import (
 	"hijack/rules"
 	"hijack/vptrace/tune"
 )
-
-const tuneUsage = `Usage: hijack tune --link CMD --run CMD [options] OBJ.o...
-
-Tuning experiment of the vptrace preset: instruments OBJ.o... with every
-combination of the thresholds T and page-size estimates H, links and runs
-each build --reps times, each run after a run of the uninstrumented build,
-and measures the slowdown (median of the instrumented runs over median of
-the uninstrumented ones), the instrumented sites and blocks, and the
-accuracy of the trace against the reference: the exact mode (T=0, every
-access). See docs/tuning.md.
-
-  --link CMD        link command, run by sh: {objs} the objects, {rt} the
-                    vptrace runtime (empty for the uninstrumented build),
-                    {out} the executable, e.g. 'cc main.o {objs} {rt} -lpthread -o {out}'
-  --run CMD         run command, run by sh: {out} the executable, e.g. '{out} 4'
-  --threshold LIST  thresholds T (default 0,0.25,0.5,0.75,1)
-  --pagesize LIST   page-size estimates H, 1K style accepted (default 1K,2K,4K)
-  --reps N          runs per configuration (default 5)
-  --out DIR         results.csv, runs.csv, overhead/accuracy/tune .svg and .png
-                    (default tune-out)
-  --rules FILE      rules file whose vptrace rules get each configuration's T
-                    and H (default: the vptrace preset on every function)
-  --param K=V       another vptrace parameter for every build (usestack=true, ...)
-  --runtime FILE    the vptrace runtime (default: libvptrace.a next to hijack)
-  --aslr            leave address-space randomisation on (default: runs start
-                    with personality ADDR_NO_RANDOMIZE, as under setarch -R,
-                    so that pages compare between runs)
-  --timeout DUR     per run (default 10m)
-  --title TEXT      workload name in the plots
-  --keep            keep DIR/work (builds and the reference trace)
-  --no-blockcount   skip the blockcount run: by default the objects are also
-                    built once with the blockcount preset and run, and
-                    results.csv gets exec_covered (the share of block
-                    executions in blocks of score >= T) and score_count_rho
-                    (Spearman: static loop score against measured counts);
-                    blocks.csv lists every block's score and count
-  -q, --quiet       no progress lines
-
-Progress goes to stderr, one line per run; the results table to stdout.
-`
 
 func cmdTune(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("tune", pflag.ContinueOnError)
