@@ -6,15 +6,19 @@
 #   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-k] [WORKLOAD...]
 #
 # For each workload the kernel object is compiled with CFLAGS (default -O2),
-# linked plain, and rewritten with the vptrace preset at T=0 and T=1
-# (H=4096, usestack false) and linked with the runtime. The builds run
-# alternately RUNS times (default 7) with the workload's `bench-args` (sized
-# to run ~0.5-2 s plain); the script prints the median wall time of each
-# configuration, the ratios instrumented/plain, and the geometric means of
-# the ratios over the workloads. Extra columns:
-#   off    the T=0 build with VPTRACE=off: the inline page checks and the
-#          calls into the runtime, which then discards the events (the cost
-#          of the instrumented code alone, without recording)
+# linked plain, linked with the runtime but not instrumented (`base`:
+# `-Wl,-u,vpt_register` pulls the runtime in, whose start-up and link layout
+# alone move some programs by up to 30% either way), and rewritten with the
+# vptrace preset at T=0 and T=1 (H=4096, usestack false) and linked with the
+# runtime. The builds run alternately RUNS times (default 7) with the
+# workload's `bench-args` (sized to run ~0.5-2 s plain); the script prints
+# the median wall time of each configuration, the ratios instrumented/base
+# (the instrumentation's cost: what the targets are about) and T0/plain (what
+# a user sees), and the geometric means of the ratios over the workloads.
+# Extra columns:
+#   off    the T=0 build with VPTRACE=off, over base: the inline page checks
+#          and the calls into the runtime, which then discards the events
+#          (the cost of the instrumented code alone, without recording)
 #   events events the T=0 run recorded (from `hijack report`), and per second
 #          of plain run time; pages: (thread, page) pairs
 #
@@ -56,11 +60,14 @@ build() {
 	$CC $opt -fno-tree-loop-distribute-patterns "${kflags[@]}" -c "$kern" -o "$w/kern.o" || return 1
 	$CC -O2 -c "$drv" -o "$w/drv.o" || return 1
 	$CC "$w/drv.o" "$w/kern.o" -lpthread -o "$w/plain" || return 1
+	$CC "$w/drv.o" "$w/kern.o" "$VPTRACE_LIB" -Wl,-u,vpt_register -lpthread -o "$w/base" || return 1
 	for t in T0 T1; do
 		"$HIJACK" -q -rules "$dir/$t.yaml" "$w/kern.o" "$w/kern.$t.o" || return 1
 		$CC "$w/drv.o" "$w/kern.$t.o" "$VPTRACE_LIB" -lpthread -o "$w/$t" || return 1
 	done
 	"$w/plain" "${args[@]}" >"$w/plain.out" || { echo "the plain build fails"; return 1; }
+	"$w/base" "${args[@]}" >"$w/base.out" || { echo "the base build fails"; return 1; }
+	cmp -s "$w/plain.out" "$w/base.out" || { echo "the base build's output differs from the plain one's"; return 1; }
 	for t in T0 T1; do
 		rm -f "$w/$t.vpt" # (the runtime never overwrites a trace: a rerun would write $t.PID.vpt)
 		VPTRACE_OUT=$w/$t.vpt "$w/$t" "${args[@]}" >"$w/$t.out" || { echo "the $t build fails"; return 1; }
@@ -71,9 +78,9 @@ build() {
 echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs runs each, median wall time"
 echo "rewriter $HIJACK, runtime $VPTRACE_LIB"
 echo
-printf '%-10s %8s %8s %7s %8s %7s %8s %7s %11s %9s %8s\n' \
-	workload plain T0 T0/pl T1 T1/pl off off/pl 'events(T0)' ev/s pages
-declare -a r0s=() r1s=() rofs=()
+printf '%-10s %7s %7s %7s %7s %7s %7s %7s %7s %7s %11s %9s %8s\n' \
+	workload plain base T0 T0/base T0/pl T1 T1/base off off/base 'events(T0)' ev/s pages
+declare -a r0s=() r0ps=() r1s=() rofs=()
 for name in "${names[@]}"; do
 	kern=$wl/${name}_kern.c drv=$wl/${name}_drv.c
 	[[ -f $kern && -f $drv ]] || { echo "bench-vptrace: no workload $name" >&2; exit 2; }
@@ -92,9 +99,9 @@ for name in "${names[@]}"; do
 	fi
 	: >"$w/times"
 	for ((i = 0; i < runs; i++)); do
-		for c in plain T0 T1 off; do
+		for c in plain base T0 T1 off; do
 			case $c in
-			plain) cmd=("$w/plain") env=() ;;
+			plain | base) cmd=("$w/$c") env=() ;;
 			off) cmd=("$w/T0") env=(VPTRACE=off) ;;
 			*) cmd=("$w/$c") env=(VPTRACE_OUT="$w/$c.vpt") && rm -f "$w/$c.vpt" ;;
 			esac
@@ -105,19 +112,20 @@ for name in "${names[@]}"; do
 		done
 	done
 	med() { awk -v c="$1" '$1==c{print $2/1e6}' "$w/times" | median; }
-	p=$(med plain) t0=$(med T0) t1=$(med T1) off=$(med off)
+	p=$(med plain) b=$(med base) t0=$(med T0) t1=$(med T1) off=$(med off)
 	# events and (thread, page) pairs of the last T0 run, from the report's summary line
 	sum=$("$HIJACK" report "$w/T0.vpt" 2>/dev/null | grep -m1 ' events' || true)
 	ev=$(sed -n 's/.* \([0-9][0-9]*\) events.*/\1/p' <<<"$sum")
 	pg=$(sed -n 's/.* \([0-9][0-9]*\) (thread, page) pairs.*/\1/p' <<<"$sum")
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
-	r0=$(ratio "$t0" "$p") r1=$(ratio "$t1" "$p") roff=$(ratio "$off" "$p")
-	r0s+=("$r0") r1s+=("$r1") rofs+=("$roff")
-	evs=$(awk -v e="${ev:-0}" -v p="$p" 'BEGIN{printf "%.3g", e/p}')
-	printf '%-10s %8.3f %8.3f %7s %8.3f %7s %8.3f %7s %11s %9s %8s\n' \
-		"$name" "$p" "$t0" "$r0" "$t1" "$r1" "$off" "$roff" "${ev:-?}" "$evs" "${pg:-?}"
+	r0=$(ratio "$t0" "$b") r0p=$(ratio "$t0" "$p") r1=$(ratio "$t1" "$b") roff=$(ratio "$off" "$b")
+	r0s+=("$r0") r0ps+=("$r0p") r1s+=("$r1") rofs+=("$roff")
+	evs=$(awk -v e="${ev:-0}" -v p="$b" 'BEGIN{printf "%.3g", e/p}')
+	printf '%-10s %7.3f %7.3f %7.3f %7s %7s %7.3f %7s %7.3f %7s %11s %9s %8s\n' \
+		"$name" "$p" "$b" "$t0" "$r0" "$r0p" "$t1" "$r1" "$off" "$roff" "${ev:-?}" "$evs" "${pg:-?}"
 	[[ $keep == 1 ]] || rm -f "$w"/*.vpt
 done
 if [[ ${#r0s[@]} -gt 0 ]]; then
-	printf '%-10s %8s %8s %7s %8s %7s %8s %7s\n' geomean "" "" "$(geo "${r0s[@]}")" "" "$(geo "${r1s[@]}")" "" "$(geo "${rofs[@]}")"
+	printf '%-10s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n' geomean "" "" "" "$(geo "${r0s[@]}")" "$(geo "${r0ps[@]}")" "" "$(geo "${r1s[@]}")" "" "$(geo "${rofs[@]}")"
+	printf 'T0/base: max %s\n' "$(printf '%s\n' "${r0s[@]}" | sort -g | tail -1)"
 fi
