@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 
 	"hijack/vptrace/abi"
 )
@@ -314,7 +315,9 @@ type Status struct {
 	Time  uint64 // when it was written
 }
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is built on first use: a package-level table would cost every
+// hijack process (rewriting too) its construction at start-up.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // AppendChunk appends a framed chunk (magic, type, length, CRC-32C,
 // payload) to dst.
@@ -324,8 +327,8 @@ func AppendChunk(dst []byte, typ ChunkType, payload []byte) []byte {
 	binary.LittleEndian.PutUint16(h[4:], uint16(typ))
 	binary.LittleEndian.PutUint16(h[6:], 0)
 	binary.LittleEndian.PutUint32(h[8:], uint32(len(payload)))
-	crc := crc32.Update(0, crcTable, h[4:12])
-	crc = crc32.Update(crc, crcTable, payload)
+	crc := crc32.Update(0, crcTable(), h[4:12])
+	crc = crc32.Update(crc, crcTable(), payload)
 	binary.LittleEndian.PutUint32(h[12:], crc)
 	dst = append(dst, h[:]...)
 	return append(dst, payload...)

@@ -147,8 +147,8 @@ func parse(b []byte) (st int, typ ChunkType, size int) {
 	if len(b) < size {
 		return -1, 0, size
 	}
-	crc := crc32.Update(0, crcTable, b[4:12])
-	crc = crc32.Update(crc, crcTable, b[chunkHeaderSize:size])
+	crc := crc32.Update(0, crcTable(), b[4:12])
+	crc = crc32.Update(crc, crcTable(), b[chunkHeaderSize:size])
 	if crc != le.Uint32(b[12:]) {
 		return 0, 0, 0
 	}
