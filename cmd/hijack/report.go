@@ -101,6 +101,7 @@ type reportOpts struct {
 	topSet    bool // --top given
 
 	owners map[*trace.Trace]*owner.Resolver // by trace, made on first use
+	names  map[string]string                // demangled names
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
@@ -296,12 +297,12 @@ type pageRow struct {
 	owner   string // what the page held (owner.Owner.Name)
 }
 
-func pageInfo(tr *trace.Trace, res *owner.Resolver, v pageView) pageRow {
+func pageInfo(tr *trace.Trace, res *owner.Resolver, v pageView, o *reportOpts) pageRow {
 	r := pageRow{v: v, nsites: len(v.sites)}
-	r.top = tr.Site(v.topSite())
+	r.top = o.site(tr, v.topSite())
 	syms := map[string]uint64{}
 	for _, s := range v.sites {
-		if site := tr.Site(s.Site); site.Symbol != "" {
+		if site := o.site(tr, s.Site); site.Symbol != "" {
 			syms[site.Symbol] += s.Count
 		}
 	}
@@ -326,7 +327,7 @@ type group struct {
 
 // groups totals a thread's events by function and by variable (sites
 // naming no variable count under their segment: [unknown], [stack], ...).
-func groups(tr *trace.Trace, th *trace.Thread) (byFunc, bySym []group) {
+func groups(tr *trace.Trace, th *trace.Thread, o *reportOpts) (byFunc, bySym []group) {
 	type acc struct {
 		g     group
 		pages map[uint64]bool
@@ -349,7 +350,7 @@ func groups(tr *trace.Trace, th *trace.Thread) (byFunc, bySym []group) {
 	}
 	for _, p := range th.Pages {
 		for _, sc := range p.Sites {
-			s := tr.Site(sc.Site)
+			s := o.site(tr, sc.Site)
 			fn, obj, sym := "?", "", "?"
 			if s.Known() {
 				fn, obj = s.Function, s.Object.Name()
@@ -509,13 +510,13 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 		fmt.Fprintf(w, "\nthread %d%s: %d pages, %s\n", th.TID, name, len(th.Pages), bytesStr(th.WorkingSet()))
 		fmt.Fprintf(w, "  %-18s %9s %9s %9s  %-7s %-30s %s\n", "page", "events", "reads", "writes", "segment", "function+insn", "owner")
 		for _, p := range limit(topPages(th), o.top) {
-			r := pageInfo(tr, res, wholeView(p))
+			r := pageInfo(tr, res, wholeView(p), o)
 			fmt.Fprintf(w, "  %#-18x %9d %9d %9d  %-7s %-30s %s\n", p.Addr(), p.Events, p.Reads, p.Writes,
 				r.segment, r.top.Where(), r.owner)
 		}
-		byFunc, _ := groups(tr, th)
+		byFunc, _ := groups(tr, th, o)
 		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by owner", "events", "reads", "writes", "pages")
-		for _, g := range limit(ownerGroups(tr, res, th), o.top) {
+		for _, g := range limit(ownerGroups(tr, res, th, o), o.top) {
 			fmt.Fprintf(w, "    %-32s %9d %9d %9d %8d\n", g.Name, g.Events, g.Reads, g.Writes, g.Pages)
 		}
 		fmt.Fprintf(w, "  %-34s %9s %9s %9s %8s\n", "by function", "events", "reads", "writes", "pages")
@@ -543,7 +544,7 @@ func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 			tid := strconv.FormatUint(uint64(th.TID), 10)
 			for _, p := range th.SortedPages() {
 				for _, v := range views(p) {
-					r := pageInfo(tr, res, v)
+					r := pageInfo(tr, res, v, o)
 					fn, insn, obj := "", "", ""
 					if r.top.Known() {
 						fn, insn, obj = r.top.Function, fmt.Sprintf("%#x", r.top.InsnOff), r.top.Object.Name()
@@ -694,10 +695,10 @@ func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 			jth := jsonThread{TID: th.TID, Name: th.Name, Instances: len(th.Instances), Exited: exited,
 				Pages: len(th.Pages), WorkingSet: th.WorkingSet(), Events: th.Events, Reads: th.Reads,
 				Writes: th.Writes, Drops: th.Drops, FirstNS: th.First, LastNS: th.Last, PageList: []jsonPage{}}
-			jth.ByFunction, jth.BySymbol = groups(tr, th)
-			jth.ByOwner = ownerGroups(tr, res, th)
+			jth.ByFunction, jth.BySymbol = groups(tr, th, o)
+			jth.ByOwner = ownerGroups(tr, res, th, o)
 			for _, p := range th.SortedPages() {
-				r := pageInfo(tr, res, wholeView(p))
+				r := pageInfo(tr, res, wholeView(p), o)
 				jp := jsonPage{Page: fmt.Sprintf("%#x", p.Addr()), Events: p.Events, Reads: p.Reads, Writes: p.Writes,
 					FirstNS: p.First, LastNS: p.Last, TopSymbol: r.sym, Segment: r.segment, Owner: r.owner, Sites: []jsonSite{}}
 				if r.top.Known() {
@@ -705,13 +706,13 @@ func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 				}
 				if len(p.Parts) > 0 {
 					for _, v := range views(p) {
-						pr := pageInfo(tr, res, v)
+						pr := pageInfo(tr, res, v, o)
 						jp.Owners = append(jp.Owners, jsonPart{Owner: pr.owner, Segment: pr.segment, Events: v.events,
 							Reads: v.reads, Writes: v.writes, FirstNS: v.first, LastNS: v.last})
 					}
 				}
 				for _, sc := range p.Sites {
-					s := tr.Site(sc.Site)
+					s := o.site(tr, sc.Site)
 					js := jsonSite{Site: s.Where(), Variable: s.Variable(), Kind: s.Kind.String(), Count: sc.Count}
 					if s.Known() {
 						js.Object, js.Segment = s.Object.Name(), s.Seg.String()

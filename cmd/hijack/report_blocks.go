@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"hijack/vptrace/owner"
 	"hijack/vptrace/trace"
 )
 
@@ -25,7 +26,7 @@ func (r *blockRow) function() string {
 	if !r.info.Known() {
 		return r.info.Where()
 	}
-	return r.info.Function
+	return owner.Demangle(r.info.Function)
 }
 
 func (r *blockRow) offset() string {

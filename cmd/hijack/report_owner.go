@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"hijack/vptrace/owner"
 	"hijack/vptrace/trace"
@@ -174,12 +175,12 @@ func wholeView(p *trace.Page) pageView {
 
 // ownerGroups totals a thread's events by page owner, the most events
 // first.
-func ownerGroups(tr *trace.Trace, res *owner.Resolver, th *trace.Thread) []group {
+func ownerGroups(tr *trace.Trace, res *owner.Resolver, th *trace.Thread, o *reportOpts) []group {
 	m := map[string]*group{}
 	pages := map[string]map[uint64]bool{}
 	for _, p := range th.Pages {
 		for _, v := range views(p) {
-			_, name := ownerOf(res, v, tr.Site(v.topSite()))
+			_, name := ownerOf(res, v, o.site(tr, v.topSite()))
 			g := m[name]
 			if g == nil {
 				g = &group{Name: name}
@@ -199,4 +200,28 @@ func ownerGroups(tr *trace.Trace, res *owner.Resolver, th *trace.Thread) []group
 	}
 	slices.SortFunc(out, func(a, b group) int { return cmp.Or(cmp.Compare(b.Events, a.Events), cmp.Compare(a.Name, b.Name)) })
 	return out
+}
+
+// name demangles a C++ function or variable name for display (cached:
+// reports ask for the same names over and over).
+func (o *reportOpts) name(s string) string {
+	if !strings.HasPrefix(s, "_Z") {
+		return s
+	}
+	if o.names == nil {
+		o.names = map[string]string{}
+	}
+	d, ok := o.names[s]
+	if !ok {
+		d = owner.Demangle(s)
+		o.names[s] = d
+	}
+	return d
+}
+
+// site resolves a site address with its function and variable demangled.
+func (o *reportOpts) site(tr *trace.Trace, addr uint64) trace.Site {
+	s := tr.Site(addr)
+	s.Function, s.Symbol = o.name(s.Function), o.name(s.Symbol)
+	return s
 }

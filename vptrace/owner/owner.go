@@ -323,6 +323,10 @@ func openImage(path string, maps []trace.Mapping) (*image, error) {
 	return im, nil
 }
 
+// Demangle returns a C++ (Itanium ABI) name demangled
+// ("_ZN4grid5cellsE" -> "grid::cells"); other names as they are.
+func Demangle(name string) string { return pretty(name) }
+
 // pretty demangles a C++ name; other names stay as they are.
 func pretty(name string) string {
 	if strings.HasPrefix(name, "_Z") {
