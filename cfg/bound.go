@@ -208,7 +208,7 @@ func (r *resolver) operand(k int, a x86asm.Arg) (loc, int, bool) {
 	case x86asm.Mem:
 		base, bw, ok := gpr(x.Base)
 		lay := &r.s.Insts[k].Layout
-		if !ok || bw != 64 || x.Index != 0 || x.Segment != 0 || lay.DispSize > 0 && r.hasReloc(k, lay.DispOff) {
+		if !ok || bw != 64 || x.Index != 0 || x.Segment != 0 || lay.DispSize > 0 && r.hasReloc(k, int(lay.DispOff)) {
 			return loc{}, 0, false
 		}
 		in := r.asm(k)

@@ -258,7 +258,7 @@ func callTarget(o *ibr.Object, s *ibr.Section, i int, starts map[*ibr.Section]ma
 		return nil, ""
 	}
 	for _, fr := range in.Relocs {
-		if fr.Off != in.Layout.RelOff {
+		if fr.Off != int(in.Layout.RelOff) {
 			continue
 		}
 		r := o.File.Sections[fr.Sec].Relocs[fr.Index]
@@ -565,7 +565,7 @@ func gotName(o *ibr.Object, s *ibr.Section, j int) string {
 	}
 	f := o.File
 	for _, fr := range in.Relocs {
-		if fr.Off != in.Layout.DispOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+		if fr.Off != int(in.Layout.DispOff) || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
 			continue
 		}
 		r := f.Sections[fr.Sec].Relocs[fr.Index]

@@ -411,12 +411,12 @@ func (r *resolver) addressAt(d int, reg effect.Reg, depth int) (addr, string) {
 			if lay.DispSize != 4 {
 				return not()
 			}
-			if sec, t, ok := r.fieldTarget(d, lay.DispOff, true); ok {
+			if sec, t, ok := r.fieldTarget(d, int(lay.DispOff), true); ok {
 				return addr{sec, t, d}, ""
 			}
 			return not()
 		}
-		if base, bw, ok := gpr(m.Base); ok && bw == 64 && depth < 4 && (lay.DispSize == 0 || !r.hasReloc(d, lay.DispOff)) {
+		if base, bw, ok := gpr(m.Base); ok && bw == 64 && depth < 4 && (lay.DispSize == 0 || !r.hasReloc(d, int(lay.DispOff))) {
 			ad, why := r.address(d, base, depth+1)
 			if why != "" {
 				return ad, why
@@ -435,7 +435,7 @@ func (r *resolver) addressAt(d int, reg effect.Reg, depth int) (addr, string) {
 			}
 			f := r.ix.o.File
 			for _, fr := range r.s.Insts[d].Relocs {
-				if fr.Off != lay.ImmOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+				if fr.Off != int(lay.ImmOff) || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
 					continue
 				}
 				typ := f.Sections[fr.Sec].Relocs[fr.Index].Type
@@ -444,7 +444,7 @@ func (r *resolver) addressAt(d int, reg effect.Reg, depth int) (addr, string) {
 				if !okType {
 					return not()
 				}
-				if sec, t, ok := r.fieldTarget(d, lay.ImmOff, false); ok {
+				if sec, t, ok := r.fieldTarget(d, int(lay.ImmOff), false); ok {
 					return addr{sec, t, d}, ""
 				}
 			}
@@ -545,14 +545,14 @@ func (r *resolver) absolute(j, load int, m x86asm.Mem) (*JumpTable, string) {
 		if lay.DispSize != 4 {
 			return nil, "table address is not a relocated displacement"
 		}
-		sec, off, ok := r.fieldTarget(load, lay.DispOff, false)
+		sec, off, ok := r.fieldTarget(load, int(lay.DispOff), false)
 		if !ok {
 			return nil, "table address is not a relocated displacement"
 		}
 		t = addr{sec, off, -1}
 	default:
 		base, bw, ok := gpr(m.Base)
-		if !ok || bw != 64 || lay.DispSize > 0 && r.hasReloc(load, lay.DispOff) {
+		if !ok || bw != 64 || lay.DispSize > 0 && r.hasReloc(load, int(lay.DispOff)) {
 			return nil, "jump through memory whose base is not a register holding a table"
 		}
 		var why string
@@ -669,7 +669,7 @@ func (r *resolver) indexed(load, scale int) (addr, effect.Reg, int, string) {
 		}
 	}
 	lay := &r.s.Insts[load].Layout
-	if !found || m.Segment != 0 || lay.DispSize > 0 && r.hasReloc(load, lay.DispOff) {
+	if !found || m.Segment != 0 || lay.DispSize > 0 && r.hasReloc(load, int(lay.DispOff)) {
 		return addr{}, 0, 0, "not a register-indexed table read"
 	}
 	base, bw, ok1 := gpr(m.Base)
@@ -705,7 +705,7 @@ func (r *resolver) indexed(load, scale int) (addr, effect.Reg, int, string) {
 		dst, dw, ok := gpr(l.Args[0])
 		lm, ok2 := l.Args[1].(x86asm.Mem)
 		if !ok || !ok2 || dst != p[1] || dw != 64 || lm.Base != 0 || int(lm.Scale) != scale || lm.Disp != 0 ||
-			lm.Segment != 0 || ll.DispSize > 0 && r.hasReloc(d, ll.DispOff) {
+			lm.Segment != 0 || ll.DispSize > 0 && r.hasReloc(d, int(ll.DispOff)) {
 			return addr{}, 0, 0, fmt.Sprintf("%s is not a scaled index", p[1])
 		}
 		li, lw, ok := gpr(lm.Index)

@@ -253,7 +253,7 @@ func branchTarget(o *ibr.Object, s *ibr.Section, i int) (*ibr.Section, int, bool
 	}
 	f := o.File
 	for _, fr := range in.Relocs {
-		if fr.Off != in.Layout.RelOff || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
+		if fr.Off != int(in.Layout.RelOff) || fr.Sec >= len(f.Sections) || fr.Index >= len(f.Sections[fr.Sec].Relocs) {
 			continue
 		}
 		r := f.Sections[fr.Sec].Relocs[fr.Index]

@@ -158,7 +158,7 @@ func newFlow(p *cfg.Program, depth int, s *ibr.Section, fn *ibr.Func, known map[
 			// next case, not where the call returns.
 			for _, fr := range x.Relocs {
 				r := o.File.Sections[fr.Sec].Relocs[fr.Index]
-				if fr.Off == x.Layout.RelOff && int(r.Sym) < len(o.File.Symbols) && cfg.NoReturn(o.File.Symbols[r.Sym].Name) {
+				if fr.Off == int(x.Layout.RelOff) && int(r.Sym) < len(o.File.Symbols) && cfg.NoReturn(o.File.Symbols[r.Sym].Name) {
 					falls = false
 				}
 			}
@@ -294,7 +294,7 @@ func callee(o *ibr.Object, s *ibr.Section, i int) *ibr.Func {
 		cs, t = s, x.Link.Target
 	}
 	for _, fr := range x.Relocs {
-		if fr.Off != x.Layout.RelOff {
+		if fr.Off != int(x.Layout.RelOff) {
 			continue
 		}
 		r := o.File.Sections[fr.Sec].Relocs[fr.Index]
@@ -434,11 +434,11 @@ func (f *flow) valueAt(o *ibr.Object, d int, reg effect.Reg, depth int) (dataAdd
 	switch a.Op {
 	case x86asm.LEA:
 		if m, ok := a.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP && w == 8 {
-			return relocAt(o, f.s, d, lay.DispOff)
+			return relocAt(o, f.s, d, int(lay.DispOff))
 		}
 	case x86asm.MOV:
 		if _, ok := a.Args[1].(x86asm.Imm); ok && lay.ImmSize >= 4 {
-			return relocAt(o, f.s, d, lay.ImmOff)
+			return relocAt(o, f.s, d, int(lay.ImmOff))
 		}
 		if src, ok := reg64(a.Args[1]); ok && w == 8 {
 			return f.value(o, d, src, depth+1)
@@ -480,7 +480,7 @@ func decodeTable(o *ibr.Object, g *cfg.Graph, jt *cfg.JumpTable, fl *flow) ([]in
 	var t dataAddr
 	switch {
 	case m.Base == 0:
-		if t, ok = relocAt(o, s, jt.Load, s.Insts[jt.Load].Layout.DispOff); !ok {
+		if t, ok = relocAt(o, s, jt.Load, int(s.Insts[jt.Load].Layout.DispOff)); !ok {
 			return nil, "no relocation on the displacement"
 		}
 	default:

@@ -269,9 +269,9 @@ func (m *codeMap) writeInst(out []byte, i int) error {
 	}
 	var off, size int
 	if in.Link.Kind == ibr.LinkBranch {
-		off, size = in.Layout.RelOff, in.Layout.RelSize
+		off, size = int(in.Layout.RelOff), int(in.Layout.RelSize)
 	} else {
-		off, size = in.Layout.DispOff, in.Layout.DispSize
+		off, size = int(in.Layout.DispOff), int(in.Layout.DispSize)
 	}
 	d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(end)
 	if err := putDisp(dst[off:off+size], d); err != nil {

@@ -246,9 +246,9 @@ func (s *Section) splitPrefixTargets() {
 		if in.Kind != Code || l.RelSize == 0 || l.RelSize == 2 {
 			continue
 		}
-		disp := int64(int8(data[int(in.Off)+l.RelOff]))
+		disp := int64(int8(data[int(in.Off)+int(l.RelOff)]))
 		if l.RelSize == 4 {
-			disp = int64(int32(binary.LittleEndian.Uint32(data[int(in.Off)+l.RelOff:])))
+			disp = int64(int32(binary.LittleEndian.Uint32(data[int(in.Off)+int(l.RelOff):])))
 		}
 		t := int64(in.End()) + disp
 		if t <= 0 || t >= int64(len(data)) {
@@ -284,7 +284,7 @@ func (s *Section) splitPrefixTargets() {
 		}
 		n := int(cut - uint64(in.Off))
 		pre := Inst{Off: in.Off, Len: uint32(n), Kind: Code, Func: -1, Flags: Prefix,
-			Layout: x86len.Layout{Len: n, Prefixes: n, OpcodeOff: n, ModRMOff: -1, SIBOff: -1, SuffixOff: -1}}
+			Layout: x86len.Layout{Len: int8(n), Prefixes: int8(n), OpcodeOff: int8(n), ModRMOff: -1, SIBOff: -1, SuffixOff: -1}}
 		out = append(out, pre, Inst{Off: uint32(cut), Len: uint32(lay.Len), Kind: Code, Func: -1, Flags: Glued, Layout: lay})
 	}
 	s.Insts = out
@@ -395,13 +395,13 @@ func isField(l *x86len.Layout, off, w int) bool {
 	switch {
 	case w == 0:
 		return off == 0
-	case l.DispSize > 0 && off == l.DispOff && w == l.DispSize:
+	case l.DispSize > 0 && off == int(l.DispOff) && w == int(l.DispSize):
 		return true
-	case l.ImmSize > 0 && off == l.ImmOff && w <= l.ImmSize:
+	case l.ImmSize > 0 && off == int(l.ImmOff) && w <= int(l.ImmSize):
 		// enter iw,ib is one 3-byte immediate region of which a relocation
 		// may patch the first two bytes.
 		return true
-	case l.RelSize > 0 && off == l.RelOff && w == l.RelSize:
+	case l.RelSize > 0 && off == int(l.RelOff) && w == int(l.RelSize):
 		return true
 	}
 	return false
@@ -430,9 +430,9 @@ func (s *Section) link() {
 		var foff, fsize int
 		switch {
 		case l.RelSize > 0:
-			kind, foff, fsize = LinkBranch, l.RelOff, l.RelSize
+			kind, foff, fsize = LinkBranch, int(l.RelOff), int(l.RelSize)
 		case l.RIPRelative:
-			kind, foff, fsize = LinkRIP, l.DispOff, l.DispSize
+			kind, foff, fsize = LinkRIP, int(l.DispOff), int(l.DispSize)
 		default:
 			continue
 		}

@@ -24,8 +24,8 @@ func Decode(b []byte) (x86len.Layout, x86asm.Inst, error) {
 // semantics decodes one instruction of known layout with x86asm.
 func semantics(b []byte, lay *x86len.Layout) x86asm.Inst {
 	asm, aerr := x86asm.Decode(b, 64)
-	if aerr != nil || asm.Op == 0 || asm.Len != lay.Len {
-		return x86asm.Inst{Len: lay.Len, Mode: 64}
+	if aerr != nil || asm.Op == 0 || asm.Len != int(lay.Len) {
+		return x86asm.Inst{Len: int(lay.Len), Mode: 64}
 	}
 	if lay.RIPRelative && lay.Escape != x86len.NoEscape {
 		// x86asm's VEX/EVEX decoder returns [rip+disp] as an absolute

@@ -57,8 +57,8 @@ func benchInsts(b *testing.B) ([]x86len.Layout, []x86asm.Inst, [][]byte) {
 			}
 			lays = append(lays, lay)
 			insts = append(insts, inst)
-			codes = append(codes, best[off:off+lay.Len])
-			off += lay.Len
+			codes = append(codes, best[off:off+int(lay.Len)])
+			off += int(lay.Len)
 		}
 	}
 	return lays, insts, codes

@@ -259,7 +259,7 @@ func (st *sweepStats) sweepObject(name string, data []byte, dis *objdumpMember) 
 					off++
 					continue
 				}
-				b := code[off : off+lay.Len]
+				b := code[off : off+int(lay.Len)]
 				e := Of(&asm, &lay, b)
 				st.insns++
 				where := func() string { return fmt.Sprintf("%s %s+%#x", name, fn.name, off-fn.start) }
@@ -290,7 +290,7 @@ func (st *sweepStats) sweepObject(name string, data []byte, dis *objdumpMember) 
 						st.crossBad[k]++
 					}
 				}
-				off += lay.Len
+				off += int(lay.Len)
 			}
 		}
 	}

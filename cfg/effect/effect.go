@@ -134,7 +134,7 @@ type ctx struct {
 // changes the meaning of the instruction after it, which is decoded
 // without it, so Of reports it as unknown.
 func Of(asm *x86asm.Inst, lay *x86len.Layout, raw []byte) (e Effect) {
-	if lay.Len <= 0 || len(raw) < lay.Len || lay.Prefixes > lay.Len {
+	if int(lay.Len) <= 0 || len(raw) < int(lay.Len) || lay.Prefixes > lay.Len {
 		e.unknown(nil)
 		return
 	}
@@ -251,7 +251,7 @@ func (c *ctx) redecode() (x86asm.Inst, bool) {
 	if err != nil || inst.Op == 0 || inst.Len != len(body) {
 		return x86asm.Inst{}, false
 	}
-	inst.Len = c.lay.Len
+	inst.Len = int(c.lay.Len)
 	if c.addr32 {
 		for i, a := range inst.Args {
 			if m, ok := a.(x86asm.Mem); ok {

@@ -449,7 +449,7 @@ func decodeLines(t *testing.T, lines []string) ([]x86len.Layout, []x86asm.Inst, 
 	insts := make([]x86asm.Inst, len(lines))
 	for i, b := range codes {
 		lay, inst, err := ibr.Decode(b)
-		if err != nil || lay.Len != len(b) {
+		if err != nil || int(lay.Len) != len(b) {
 			t.Fatalf("%s: [% x] is not one instruction: %v", lines[i], b, err)
 		}
 		lays[i], insts[i] = lay, inst
@@ -543,7 +543,7 @@ func TestPrefixOnly(t *testing.T) {
 		{[]byte{0x64}, false},
 	} {
 		n := len(c.raw)
-		lay := x86len.Layout{Len: n, Prefixes: n, OpcodeOff: n, ModRMOff: -1, SIBOff: -1, SuffixOff: -1}
+		lay := x86len.Layout{Len: int8(n), Prefixes: int8(n), OpcodeOff: int8(n), ModRMOff: -1, SIBOff: -1, SuffixOff: -1}
 		e := Of(&x86asm.Inst{}, &lay, c.raw)
 		if e.Known != c.known {
 			t.Errorf("% x: Known=%v, want %v (%v)", c.raw, e.Known, c.known, e)

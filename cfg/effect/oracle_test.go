@@ -536,7 +536,7 @@ func buildOracle(t *testing.T, forms []oracleForm, hook bool) *oracle {
 	fmt.Fprintf(&hdr, "#define NFORMS %d\n", len(forms))
 	for i, f := range forms {
 		lay, inst, err := ibr.Decode(codes[i])
-		if err != nil || lay.Len != len(codes[i]) {
+		if err != nil || int(lay.Len) != len(codes[i]) {
 			t.Fatalf("%s: [% x] does not decode as one instruction: %v", f.asm, codes[i], err)
 		}
 		e := Of(&inst, &lay, codes[i])

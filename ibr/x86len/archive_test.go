@@ -218,7 +218,7 @@ func compareFunc(code []byte, lines []insnLine, obj, sec string, fn funcRange, s
 			start := pos
 			p := nextStart(i)
 			if l, err := Decode(code[pos:]); err == nil {
-				p = pos + l.Len
+				p = pos + int(l.Len)
 				for k := 0; k < 8; k++ {
 					for i+1 < len(lines) && lines[i+1].off < int64(p) && lines[i+1].off < int64(fn.end) {
 						i++
@@ -230,7 +230,7 @@ func compareFunc(code []byte, lines []insnLine, obj, sec string, fn funcRange, s
 					if err != nil {
 						break
 					}
-					p += l.Len
+					p += int(l.Len)
 				}
 			}
 			st.bad++
@@ -244,7 +244,7 @@ func compareFunc(code []byte, lines []insnLine, obj, sec string, fn funcRange, s
 			pos = nextStart(i)
 			continue
 		}
-		end := pos + l.Len
+		end := pos + int(l.Len)
 		// objdump prints a REX that is followed by another prefix (which
 		// the CPU ignores, Intel SDM vol. 2 §2.2.1) as a pseudo-instruction
 		// of its own, "rex.W"; for the CPU, and Decode, it is part of the
@@ -258,7 +258,7 @@ func compareFunc(code []byte, lines []insnLine, obj, sec string, fn funcRange, s
 		// (fstsw = 9b df e0); the CPU sees two instructions.
 		if l.Map == Map1Byte && l.Opcode == 0x9b && nextStart(i) > end {
 			if l2, err := Decode(code[end:]); err == nil {
-				end += l2.Len
+				end += int(l2.Len)
 				st.insns++
 			}
 		}

@@ -61,7 +61,7 @@ func BenchmarkSweepLibcrypto(b *testing.B) {
 					p++ // data in code: step over a byte
 					continue
 				}
-				p += l.Len
+				p += int(l.Len)
 			}
 		}
 	}

@@ -73,7 +73,7 @@ prefixes:
 		rex = 0
 		i++
 	}
-	d.l.Prefixes = i
+	d.l.Prefixes = int8(i)
 	if rex != 0 {
 		d.l.Prefixes--
 		d.l.Rex = rex
@@ -261,14 +261,14 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 	b, l := d.b, d.l
 	l.Map = m
 	l.Opcode = b[i]
-	l.OpcodeOff = i
+	l.OpcodeOff = int8(i)
 	i++
 	if a&fModRM != 0 {
 		if err := d.need(i + 1); err != nil {
 			return err
 		}
 		modrm := b[i]
-		l.ModRMOff = i
+		l.ModRMOff = int8(i)
 		l.ModRM = modrm
 		i++
 		// 16-bit addressing does not exist in 64-bit mode: a 67 prefix
@@ -286,7 +286,7 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 				if err := d.need(i + 1); err != nil {
 					return err
 				}
-				l.SIBOff = i
+				l.SIBOff = int8(i)
 				if mod == 0 && b[i]&7 == 5 {
 					disp = 4 // no base: disp32
 				}
@@ -296,7 +296,7 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 				l.RIPRelative = true
 			}
 			if disp > 0 {
-				l.DispOff, l.DispSize = i, disp
+				l.DispOff, l.DispSize = int8(i), int8(disp)
 				i += disp
 			}
 		}
@@ -337,11 +337,11 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 		size = 8
 	case kMoffs:
 		// The moffs address is a displacement without ModRM.
-		l.DispOff, l.DispSize = i, 8
+		l.DispOff, l.DispSize = int8(i), 8
 		if d.addr32 {
 			l.DispSize = 4
 		}
-		i += l.DispSize
+		i += int(l.DispSize)
 	case kRel8:
 		size, rel = 1, true
 	case kRel32:
@@ -354,9 +354,9 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 	}
 	if size > 0 {
 		if rel {
-			l.RelOff, l.RelSize = i, size
+			l.RelOff, l.RelSize = int8(i), int8(size)
 		} else {
-			l.ImmOff, l.ImmSize = i, size
+			l.ImmOff, l.ImmSize = int8(i), int8(size)
 		}
 		i += size
 	}
@@ -368,14 +368,14 @@ func (d *decoder) operands(i int, m Map, a attr) error {
 		if !amd3DNow.has(b[i]) {
 			return ErrInvalid
 		}
-		l.SuffixOff = i
+		l.SuffixOff = int8(i)
 		i++
 	}
 
 	if err := d.need(i); err != nil {
 		return err
 	}
-	l.Len = i
+	l.Len = int8(i)
 	return nil
 }
 

@@ -274,7 +274,7 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s [% x]: with trailing bytes got %v, %v", tc.name, b, l2, err)
 		}
 		// Every proper prefix of the instruction is truncated.
-		for n := 0; n < l.Len; n++ {
+		for n := 0; n < int(l.Len); n++ {
 			if _, err := Decode(b[:n]); err != ErrTruncated {
 				t.Errorf("%s [% x]: Decode of first %d bytes: got %v, want ErrTruncated", tc.name, b, n, err)
 			}
@@ -386,7 +386,7 @@ func TestX86asmMisdecodes(t *testing.T) {
 	} {
 		b := unhex(t, tc.hex)
 		l, err := Decode(b)
-		if err != nil || l.Len != tc.len {
+		if err != nil || int(l.Len) != tc.len {
 			t.Errorf("[% x]: got len %d, %v; want %d", b, l.Len, err, tc.len)
 		}
 	}

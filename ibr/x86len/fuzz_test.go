@@ -13,7 +13,7 @@ import (
 // order without gaps or overlap, and the recorded bytes match b. It
 // returns "" when all hold.
 func checkLayout(b []byte, l Layout) string {
-	if l.Len < 1 || l.Len > MaxLen || l.Len > len(b) {
+	if l.Len < 1 || l.Len > MaxLen || int(l.Len) > len(b) {
 		return fmt.Sprintf("Len %d out of range", l.Len)
 	}
 	if l.Prefixes < 0 || l.Prefixes > l.OpcodeOff {
@@ -40,7 +40,7 @@ func checkLayout(b []byte, l Layout) string {
 	switch l.Escape {
 	case NoEscape:
 		want := map[Map]int{Map1Byte: 0, Map0F: 1, Map0F38: 2, Map0F3A: 2, Map3DNow: 1}
-		if n, ok := want[l.Map]; !ok || n != esc {
+		if n, ok := want[l.Map]; !ok || n != int(esc) {
 			return fmt.Sprintf("%d escape bytes for map %v", esc, l.Map)
 		}
 		if esc > 0 && b[at] != 0x0f {
@@ -49,7 +49,7 @@ func checkLayout(b []byte, l Layout) string {
 	case VEX2, VEX3, EVEX, XOP, REX2:
 		size := map[Escape]int{VEX2: 2, VEX3: 3, EVEX: 4, XOP: 3, REX2: 2}[l.Escape]
 		lead := map[Escape]byte{VEX2: 0xc5, VEX3: 0xc4, EVEX: 0x62, XOP: 0x8f, REX2: 0xd5}[l.Escape]
-		if esc != size || b[at] != lead {
+		if int(esc) != size || b[at] != lead {
 			return fmt.Sprintf("%v prefix of %d bytes starting %02x", l.Escape, esc, b[at])
 		}
 	default:
@@ -185,9 +185,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("[% x]: %v, but b[:Len] gives %v, %v", b, l, l2, err)
 		}
 		inst, xerr := x86asm.Decode(b, 64)
-		if xerr != nil || inst.Op == 0 || inst.Len == l.Len || x86asmKnownBug(l) != "" {
+		if xerr != nil || inst.Op == 0 || inst.Len == int(l.Len) || x86asmKnownBug(l) != "" {
 			return
 		}
-		t.Fatalf("[% x]: Decode %v; x86asm %v len %d", b[:max(l.Len, inst.Len)], l, inst, inst.Len)
+		t.Fatalf("[% x]: Decode %v; x86asm %v len %d", b[:max(int(l.Len), inst.Len)], l, inst, inst.Len)
 	})
 }

@@ -98,14 +98,14 @@ func (m Map) String() string {
 // where "escape bytes" are 0f, 0f 38, 0f 3a, 0f 0f (the second 0f is the
 // opcode byte, see Map3DNow) or a VEX/EVEX/XOP/REX2 prefix with its payload.
 type Layout struct {
-	Len int // total length in bytes (1..15)
+	Len int8 // total length in bytes (1..15)
 
 	// Prefixes is the number of legacy prefix bytes (66 67 2e 3e 26 36 64
 	// 65 f0 f2 f3) before the REX byte or opcode. A REX byte that is
 	// followed by another prefix is ignored by the CPU; such dead REX bytes
 	// are counted here too, so b[:Prefixes] is everything before the
 	// effective REX or the opcode.
-	Prefixes int
+	Prefixes int8
 	// Rex is the effective REX byte (at offset Prefixes) or 0.
 	Rex byte
 	// Escape is the VEX/EVEX/XOP/REX2 prefix kind, or NoEscape. The prefix
@@ -118,31 +118,31 @@ type Layout struct {
 	// opcode. For Map3DNow it is the second 0f; the byte that selects the
 	// operation is the suffix at SuffixOff.
 	Opcode    byte
-	OpcodeOff int
+	OpcodeOff int8
 
-	ModRMOff int  // -1 if the instruction has no ModRM byte
+	ModRMOff int8 // -1 if the instruction has no ModRM byte
 	ModRM    byte // the ModRM byte, 0 if none
-	SIBOff   int  // -1 if none
+	SIBOff   int8 // -1 if none
 
 	// DispOff and DispSize locate the displacement of the memory operand
 	// (size 0, 1 or 4), or the 8-byte absolute address of the moffs forms
 	// a0-a3 (4 bytes with a 67 prefix).
-	DispOff, DispSize int
+	DispOff, DispSize int8
 	// ImmOff and ImmSize locate the immediate bytes (size 0, 1, 2, 3, 4
 	// or 8). Multiple immediates form one region: enter iw,ib is 3 bytes,
 	// extrq/insertq ib,ib is 2. A VEX is4 register byte (vblendvps, FMA4,
 	// vpermil2ps) is reported as a 1-byte immediate, as it is encoded like
 	// one. The 8-byte absolute target of APX jmpabs is an immediate too.
-	ImmOff, ImmSize int
+	ImmOff, ImmSize int8
 	// RelOff and RelSize locate a PC-relative branch displacement (jcc,
 	// jmp, call, jrcxz, loop*, xbegin). Size is 1 or 4; 2 only for xbegin
 	// with a 66 prefix. Near branches ignore 66 in 64-bit mode (Intel 64
 	// semantics), so e8/e9/0f 8x always carry rel32. The target is
 	// (address of instruction) + Len + displacement.
-	RelOff, RelSize int
+	RelOff, RelSize int8
 	// SuffixOff is the offset of the 3DNow! suffix opcode byte (always
 	// Len-1), or -1. It is not an immediate: it selects the operation.
-	SuffixOff int
+	SuffixOff int8
 
 	// RIPRelative reports a [rip+disp32] memory operand (ModRM mod=00
 	// rm=101 without SIB), for legacy, VEX, EVEX and XOP encodings alike.

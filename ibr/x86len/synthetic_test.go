@@ -98,7 +98,7 @@ func objdumpConvention(b []byte, l Layout, err error, theirLen int, text string)
 		// objdump prints the dead REX and the prefixes before it as a
 		// pseudo-instruction of their own.
 		return "stray REX"
-	case err == nil && l.RelSize == 4 && theirLen == l.Len-2 && hasLegacyPrefix(b[:l.Prefixes], 0x66):
+	case err == nil && l.RelSize == 4 && theirLen == int(l.Len)-2 && hasLegacyPrefix(b[:l.Prefixes], 0x66):
 		// 66 e8/e9/0f 8x: Intel 64 ignores the operand-size prefix on near
 		// branches in 64-bit mode (rel32); objdump follows AMD64 (rel16).
 		// Compilers never emit this; gas only for explicit callw/jmpw.
@@ -225,7 +225,7 @@ func TestObjdumpSynthetic(t *testing.T) {
 				ours = err.Error()
 			}
 			failures = append(failures, fmt.Sprintf("% x: Decode=%s objdump=%d %q",
-				slot[:max(int(theirLen), l.Len)], ours, theirLen, text))
+				slot[:max(int(theirLen), int(l.Len))], ours, theirLen, text))
 		}
 	}
 	keys := make([]string, 0, len(counts))

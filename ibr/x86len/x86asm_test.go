@@ -50,10 +50,10 @@ func TestX86asmRandom(t *testing.T) {
 			continue
 		}
 		compared++
-		if inst.Len != l.Len {
+		if inst.Len != int(l.Len) {
 			k := fmt.Sprintf("%v/%v/%02x", l.Escape, l.Map, l.Opcode)
 			groups[k] = append(groups[k], fmt.Sprintf("[% x] Decode=%d x86asm=%d %v",
-				b[:max(l.Len, inst.Len)], l.Len, inst.Len, inst))
+				b[:max(int(l.Len), inst.Len)], l.Len, inst.Len, inst))
 		}
 	}
 	t.Logf("%d inputs, %d decoded, %d compared with x86asm", n, decoded, compared)

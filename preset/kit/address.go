@@ -20,7 +20,7 @@ func DispRel(f *elfobj.File, s *ibr.Section, i int) (Rel, bool) {
 		return Rel{}, false
 	}
 	for _, fr := range in.Relocs {
-		if fr.Off != in.Layout.DispOff {
+		if fr.Off != int(in.Layout.DispOff) {
 			continue
 		}
 		r := f.Sections[fr.Sec].Relocs[fr.Index]
