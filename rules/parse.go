@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -260,11 +261,13 @@ func (p *parser) errf(line int, format string, args ...any) error {
 	return &Error{File: p.file, Line: line, Msg: p.ctx + fmt.Sprintf(format, args...)}
 }
 
-var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLineErr matches the YAML decoder's errors that name a line;
+// compiled on first use: most runs never see an error.
+var yamlLineErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 func (p *parser) yamlErr(err error) error {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineErr().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return p.errf(line, "invalid YAML: %s", m[2])
 	}

@@ -91,7 +91,9 @@ const (
 
 var initTables sync.Once
 
-var noPos = regexp.MustCompile(`\d+ \(<unknown line number>\)\t`)
+// noPos matches the position golang-asm puts in its error messages;
+// compiled on first use: most runs never see an error.
+var noPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+ \(<unknown line number>\)\t`) })
 
 // New returns an empty Builder with its own golang-asm context.
 func New() *Builder {
@@ -479,7 +481,7 @@ func (b *Builder) span(s *obj.LSym) (err error) {
 			msg = b.diags[0]
 		}
 		// golang-asm prints Progs as "00000 (<unknown line number>)\tMOVQ ...".
-		msg = noPos.ReplaceAllString(msg, "")
+		msg = noPos().ReplaceAllString(msg, "")
 		return fmt.Errorf("snippet: golang-asm: %s", msg)
 	}
 	return nil
