@@ -143,6 +143,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		}
 		traces = append(traces, tr)
 	}
+	traces, lerr := withParents(traces)
+	if lerr != nil {
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(lerr.Error()))
+		return exitFailure
+	}
 	if o.thread >= 0 {
 		found := false
 		for _, tr := range traces {

@@ -225,3 +225,43 @@ func (o *reportOpts) site(tr *trace.Trace, addr uint64) trace.Site {
 	s.Function, s.Symbol = o.name(s.Function), o.name(s.Symbol)
 	return s
 }
+
+// withParents reloads the traces of fork children whose parent's trace is
+// among traces, so that their pages of blocks the parent allocated before
+// the fork are named (trace.LoadChild). A parent is the trace of the
+// child's PPID on the same clock (a fork child keeps its parent's trace
+// start) opened last before the fork; parents are resolved first.
+func withParents(traces []*trace.Trace) ([]*trace.Trace, error) {
+	order := make([]int, len(traces))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(traces[a].Header.OpenTime, traces[b].Header.OpenTime)
+	})
+	out := slices.Clone(traces)
+	for _, i := range order {
+		c := out[i]
+		h := c.Header
+		if h.Flags&trace.HeaderForked == 0 {
+			continue
+		}
+		var parent *trace.Trace
+		for _, j := range order {
+			p := out[j]
+			if j != i && p.Header.PID == h.PPID && p.Header.StartMono == h.StartMono && p.Header.OpenTime <= h.OpenTime &&
+				(parent == nil || p.Header.OpenTime >= parent.Header.OpenTime) {
+				parent = p
+			}
+		}
+		if parent == nil || len(parent.Regions) == 0 {
+			continue
+		}
+		re, err := trace.LoadChild(c.Path, parent)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = re
+	}
+	return out, nil
+}

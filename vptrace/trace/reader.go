@@ -273,8 +273,15 @@ func (r *Reader) readAll(idx *regionIndex) (*Trace, error) {
 // the allocation events and thread ranges, so that the pages' events are
 // split by the region (heap block, mapping, stack, TLS) that owned them at
 // each time (Page.Parts).
-func Load(path string) (*Trace, error) {
-	idx, err := scanRegions(path)
+func Load(path string) (*Trace, error) { return LoadChild(path, nil) }
+
+// LoadChild is Load for the trace of a fork child whose parent's trace is
+// parent (nil: none): the child's pages of heap blocks and mappings its
+// parent made before the fork are named by those (the child's file has
+// no record of them). Give a parent loaded with LoadChild in turn for a
+// grandchild.
+func LoadChild(path string, parent *Trace) (*Trace, error) {
+	idx, err := scanRegions(path, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -297,13 +304,16 @@ func IsNotTrace(err error) bool { return errors.Is(err, ErrNotTrace) }
 // scanRegions reads the chunks that describe regions (ALLOCS, THREAD,
 // THREAD_EXIT) and returns their index, nil when the file has none.
 // Damage and decoding errors are left to the full read to report.
-func scanRegions(path string) (*regionIndex, error) {
+func scanRegions(path string, parent *Trace) (*regionIndex, error) {
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	var rb regionBuilder
+	if parent != nil && r.Header != nil && r.Header.Flags&HeaderForked != 0 {
+		rb.inherit(parent.Regions, r.Header.OpenTime)
+	}
 	for {
 		c, err := r.Next()
 		if err == io.EOF {

@@ -166,6 +166,22 @@ type regionBuilder struct {
 	threads []threadMem
 	lostOf  map[uint64]uint64 // by serial<<32|tid: the largest cumulative count
 	exits   map[uint64]uint64 // thread exit times by serial
+	// inherited: a fork child's copies of its parent's heap blocks and
+	// mappings alive at the fork (Born: the fork time)
+	inherited []*Region
+}
+
+// inherit seeds a fork child's regions with its parent's heap blocks and
+// mappings alive at the fork (time forked, the child's file open time:
+// parent and child share the clock).
+func (rb *regionBuilder) inherit(parent []*Region, forked uint64) {
+	for _, r := range parent {
+		if (r.Kind == RegionHeap || r.Kind == RegionMmap) && r.Born <= forked && r.Died > forked {
+			c := *r
+			c.Born, c.Died = min(r.Born, forked), Alive
+			rb.inherited = append(rb.inherited, &c)
+		}
+	}
 }
 
 type threadMem struct {
@@ -203,7 +219,9 @@ func (rb *regionBuilder) exit(t *ThreadExit) {
 }
 
 // empty reports whether there is nothing to build regions from.
-func (rb *regionBuilder) empty() bool { return len(rb.events) == 0 && len(rb.threads) == 0 }
+func (rb *regionBuilder) empty() bool {
+	return len(rb.events) == 0 && len(rb.threads) == 0 && len(rb.inherited) == 0
+}
 
 // build returns the regions and the number of allocation events the
 // runtime lost.
@@ -237,6 +255,14 @@ func (rb *regionBuilder) build() ([]*Region, uint64) {
 	sort.SliceStable(idx, func(a, b int) bool { return rb.events[idx[a]].Seq < rb.events[idx[b]].Seq })
 	live := map[uint64]*Region{} // heap blocks by address
 	var maps []*Region           // live mappings
+	for _, r := range rb.inherited {
+		add(r)
+		if r.Kind == RegionHeap {
+			live[r.Start] = r
+		} else {
+			maps = append(maps, r)
+		}
+	}
 	unmap := func(lo, hi, t uint64) {
 		keep := maps[:0]
 		var split []*Region

@@ -178,3 +178,71 @@ func TestAllocsRoundTrip(t *testing.T) {
 		t.Errorf("names")
 	}
 }
+
+// TestLoadChild: a fork child's pages of blocks its parent allocated
+// before the fork are named by the parent's regions, until the child
+// frees them.
+func TestLoadChild(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, h *Header, f func(w *Writer)) string {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		w.Begin(h)
+		f(w)
+		w.End(&End{Time: 1000, Flags: EndClean})
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	parentPath := write("p.vpt", &Header{PID: 10, PageSize: PageSize}, func(w *Writer) {
+		w.Allocs(&Allocs{Serial: 1, TID: 10, Events: []AllocEvent{
+			{Seq: 1, Time: 10, Kind: AllocMalloc, Addr: 0x100000, Size: pg, Site: 0x401000}, // A: alive at the fork
+			{Seq: 2, Time: 10, Kind: AllocMalloc, Addr: 0x200000, Size: pg, Site: 0x402000}, // B: freed before
+			{Seq: 3, Time: 50, Kind: AllocFree, Addr: 0x200000},
+			{Seq: 4, Time: 300, Kind: AllocMalloc, Addr: 0x300000, Size: pg, Site: 0x403000}, // after the fork
+		}})
+	})
+	childPath := write("c.vpt", &Header{PID: 11, PPID: 10, Flags: HeaderForked, OpenTime: 100, PageSize: PageSize}, func(w *Writer) {
+		w.Agg(&Agg{Serial: 2, TID: 11, From: 100, To: 200, Pages: []PageAgg{
+			{Page: 0x100, Events: 1, Reads: 1, First: 120, Last: 120},
+			{Page: 0x200, Events: 1, Reads: 1, First: 120, Last: 120},
+			{Page: 0x300, Events: 1, Reads: 1, First: 120, Last: 120},
+		}})
+		w.Agg(&Agg{Serial: 2, TID: 11, From: 200, To: 300, Pages: []PageAgg{
+			{Page: 0x100, Events: 1, Reads: 1, First: 260, Last: 260},
+		}})
+		w.Allocs(&Allocs{Serial: 2, TID: 11, Events: []AllocEvent{{Seq: 5, Time: 250, Kind: AllocFree, Addr: 0x100000}}})
+	})
+	parent, err := Load(parentPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := LoadChild(childPath, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := child.Thread(11)
+	a := th.Pages[0x100]
+	if len(a.Parts) != 2 || a.Parts[0].Region == nil || a.Parts[0].Region.Site != 0x401000 || a.Parts[1].Region != nil {
+		t.Errorf("A's page: %+v (parts %+v)", a, a.Parts)
+	}
+	if r := th.Pages[0x200].Region; r != nil {
+		t.Errorf("B (freed before the fork): %+v", r)
+	}
+	if r := th.Pages[0x300].Region; r != nil {
+		t.Errorf("the parent's allocation after the fork: %+v", r)
+	}
+	// without the parent: nothing named
+	alone, err := Load(childPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := alone.Thread(11).Pages[0x100].Region; r != nil {
+		t.Errorf("child alone: %+v", r)
+	}
+}
