@@ -19,13 +19,21 @@ import (
 // events are missing; its Regions are built as Load builds them. A second
 // read of the file (Open) can then stream the page events, each owned by
 // RegionIndex().At(page, time).
-func LoadMeta(path string) (*Trace, error) {
+func LoadMeta(path string) (*Trace, error) { return LoadMetaChild(path, nil) }
+
+// LoadMetaChild is LoadMeta for the trace of a fork child whose parent's
+// trace is parent (nil: none; LoadMeta's is enough): its regions include
+// the parent's heap blocks and mappings alive at the fork, as LoadChild's.
+func LoadMetaChild(path string, parent *Trace) (*Trace, error) {
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	b := newBuilder(r.Header)
+	if parent != nil && r.Header.Flags&HeaderForked != 0 {
+		b.rb.inherit(parent.Regions, r.Header.OpenTime)
+	}
 	for {
 		c, err := r.Next()
 		if err == io.EOF {
@@ -34,7 +42,7 @@ func LoadMeta(path string) (*Trace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if c.Type == ChunkAgg || c.Type == ChunkRaw {
+		if PageChunk(c.Type) {
 			b.t.Chunks[c.Type]++
 			continue
 		}
@@ -53,6 +61,10 @@ func LoadMeta(path string) (*Trace, error) {
 	t.Path = path
 	return t, nil
 }
+
+// PageChunk reports whether chunks of type t hold page events (Decode
+// returns an *Agg or a *Raw for them): what LoadMeta skips.
+func PageChunk(t ChunkType) bool { return t == ChunkAgg || t == ChunkRaw }
 
 // RegionIndex answers which region owned a page at a time.
 type RegionIndex struct{ x *regionIndex }

@@ -129,3 +129,54 @@ func TestLoadMetaStream(t *testing.T) {
 		t.Errorf("an index without regions found one")
 	}
 }
+
+// TestLoadMetaChild: a fork child's metadata has the regions LoadChild
+// gives it: its parent's blocks alive at the fork.
+func TestLoadMetaChild(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, h *Header, f func(w *Writer)) string {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		w.Begin(h)
+		f(w)
+		w.End(&End{Time: 1000, Flags: EndClean})
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pp := write("p.vpt", &Header{PID: 10}, func(w *Writer) {
+		w.Allocs(&Allocs{Serial: 1, TID: 10, Events: []AllocEvent{
+			{Seq: 1, Time: 10, Kind: AllocMalloc, Addr: 0x100000, Size: pg, Site: 0x401000},
+			{Seq: 2, Time: 300, Kind: AllocMalloc, Addr: 0x300000, Size: pg, Site: 0x403000},
+		}})
+	})
+	cp := write("c.vpt", &Header{PID: 11, PPID: 10, Flags: HeaderForked, OpenTime: 100}, func(w *Writer) {
+		w.Agg(&Agg{Serial: 2, TID: 11, From: 100, To: 200, Pages: []PageAgg{{Page: 0x100, Events: 1, Reads: 1, First: 120, Last: 120}}})
+	})
+	parent, err := LoadMeta(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := LoadChild(cp, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := LoadMetaChild(cp, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(meta.Regions, full.Regions) || len(meta.Regions) != 1 {
+		t.Fatalf("regions %+v, want %+v", meta.Regions, full.Regions)
+	}
+	if r := meta.RegionIndex().At(0x100, 120); r == nil || r.Site != 0x401000 {
+		t.Errorf("the child's page of its parent's block: %+v", r)
+	}
+	if alone, _ := LoadMeta(cp); len(alone.Regions) != 0 {
+		t.Errorf("without the parent: %+v", alone.Regions)
+	}
+}
