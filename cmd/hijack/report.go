@@ -68,6 +68,11 @@ runtimes before format 1.3 name only globals their instructions named.
                   (default 10; 0: all)
   --heatmap FILE  pages x time image (.png or .svg), per --thread or all,
                   --kind reads|writes|all (hijack report --heatmap x.png -h)
+  --parquet DIR   the traces as a Parquet dataset in DIR: tables pages (a
+                  row per thread, page and interval), threads, sites,
+                  allocations, regions, notes and runs, partitioned by run;
+                  TRACE may be a directory of traces; hijack query DIR
+                  'SQL' asks it questions (hijack report --parquet DIR -h)
   --blocks        block counts instead (objects of the blockcount preset):
                   how often each basic block ran, per thread, the hottest
                   first, with its function, offset (of its first
@@ -106,6 +111,9 @@ type reportOpts struct {
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if status, ok := reportHeatmap(args, stdout, stderr); ok {
+		return status
+	}
+	if status, ok := reportParquet(args, stdout, stderr); ok {
 		return status
 	}
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
