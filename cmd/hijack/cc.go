@@ -524,7 +524,7 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 			}
 			return exitOK
 		}
-		if err := writeOutput(p.output, res); err != nil {
+		if err := writeOutput(p.output, res, nil); err != nil {
 			return outputFailed(w.stderr, err)
 		}
 		return exitOK
@@ -682,7 +682,7 @@ func (w *ccWrapper) rewriteInPlace(obj, name string) error {
 	if err != nil {
 		return err
 	}
-	return writeOutput(obj, out)
+	return writeOutput(obj, out, nil)
 }
 
 // runtimeLink returns the arguments that link a preset's runtime rt (the

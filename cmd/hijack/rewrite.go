@@ -57,7 +57,12 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	if err := checkOutput(out); err != nil {
 		return outputFailed(stderr, err)
 	}
-	defer removeOnSignal(&tempDirs{})()
+	// A signal that ends the rewrite must first remove the temporary
+	// file of an output being replaced; a new output is written unnamed
+	// until complete (atomicfile) and needs no watching, which costs
+	// os/signal's threads: a tenth of a small rewrite.
+	var sigs lazySignals
+	defer sigs.stop()
 	data, err := readInput(in)
 	if err != nil {
 		return fail(err)
@@ -83,7 +88,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeOutput(out, res); err != nil {
+	if err := writeOutput(out, res, sigs.arm); err != nil {
 		return outputFailed(stderr, err)
 	}
 	if *verbose {
@@ -210,8 +215,10 @@ func checkOutput(path string) error {
 
 // writeOutput writes a rewritten object or archive (see atomicfile: a
 // regular file is replaced atomically, a device or fifo written into).
-func writeOutput(path string, data []byte) error {
-	return atomicfile.Write(path, ".hijack-*.tmp", func(w io.Writer) error {
+// named, if not nil, is called before a temporary file with a name is
+// created (atomicfile.WriteWith).
+func writeOutput(path string, data []byte, named func()) error {
+	return atomicfile.WriteWith(path, ".hijack-*.tmp", named, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

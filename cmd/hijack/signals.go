@@ -68,3 +68,20 @@ func removeOnSignal(t *tempDirs) (stop func()) {
 		close(done)
 	}
 }
+
+// lazySignals is removeOnSignal (with no directories) armed on the first
+// call of arm, for commands that may never need it.
+type lazySignals struct{ undo func() }
+
+func (l *lazySignals) arm() {
+	if l.undo == nil {
+		l.undo = removeOnSignal(&tempDirs{})
+	}
+}
+
+// stop undoes arm, if it was called.
+func (l *lazySignals) stop() {
+	if l.undo != nil {
+		l.undo()
+	}
+}
