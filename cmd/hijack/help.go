@@ -13,7 +13,7 @@ import (
 )
 
 // helpTopicList names the topics of `hijack help TOPIC`, for the usage text.
-const helpTopicList = "rewrite cc dump analyze report heatmap tune rules presets files"
+const helpTopicList = "rewrite cc dump analyze report heatmap parquet query tune rules presets files"
 
 // helpTopics maps each topic to the text it prints.
 func helpTopics() map[string]func() string {
@@ -25,6 +25,8 @@ func helpTopics() map[string]func() string {
 		"analyze": text(analyzeUsage),
 		"report":  text(reportUsage),
 		"heatmap": text(heatmapUsage),
+		"parquet": text(parquetUsage),
+		"query":   text(queryHelp),
 		"tune":    text(tuneUsage),
 		"rules":   func() string { return rulesHelp + "\n" + presetsHelp() },
 		"presets": func() string {

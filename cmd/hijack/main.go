@@ -21,6 +21,8 @@ Usage:
   hijack analyze [--json|--dot F] IN    blocks, loops and scores per function
   hijack cc [-r RULES] -- CC ARGS...    compiler wrapper: make CC="hijack cc -r R -- gcc"
   hijack report [--csv|--json] TRACE   pages per thread from a vptrace trace file
+  hijack report --parquet DIR TRACE...  the traces as a Parquet dataset (DuckDB, Spark)
+  hijack query DIR 'SQL'                SQL over that dataset (DuckDB, in hijack-query)
   hijack tune --link CMD --run CMD OBJ.o...  overhead/accuracy sweep of vptrace T and H
   hijack help [TOPIC]                   this text, or: ` + helpTopicList + `
   hijack --version                      version of hijack and of its formats
@@ -113,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return cmdTune(args[1:], stdout, stderr)
 		case "report":
 			return cmdReport(args[1:], stdout, stderr)
+		case "query":
+			return cmdQuery(args[1:], stdout, stderr)
 		case "help":
 			return cmdHelp(args[1:], stdout, stderr)
 		case "-h", "--help", "-help":

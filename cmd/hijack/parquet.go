@@ -45,6 +45,20 @@ docs/parquet.md has the schema and example queries.
   --row-group-rows N    rows per row group of the pages table
 `
 
+const queryHelp = `Usage: hijack query [--csv | --json] DIR ['SQL' | -]
+
+Runs SQL over the Parquet dataset hijack report --parquet DIR wrote, with
+DuckDB embedded (nothing to install, no network): the tables are views
+(pages, threads, sites, allocations, regions, notes, runs), the run a
+column. Without SQL the tables and their columns are listed. Output: an
+aligned table, --csv or --json. hijack query --help lists the columns;
+docs/parquet.md has the schema and example queries.
+
+hijack query runs hijack-query (cmd/hijack-query), found next to hijack or
+on $PATH: DuckDB is C++ linked through cgo, tens of megabytes that the
+rewriter does not carry. make build builds it.
+`
+
 // wantsParquet reports whether the arguments of hijack report ask for the
 // Parquet export (--parquet DIR, before any "--").
 func wantsParquet(args []string) bool {

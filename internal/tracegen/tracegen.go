@@ -27,6 +27,12 @@ type Config struct {
 	Allocs    bool  // write ALLOCS chunks and thread ranges (format 1.3)
 	Raw       bool  // end each thread with a RAW chunk
 	Notes     int   // notes, spread over the run
+	// ForkOf, when nonzero, makes the trace a fork child's, of the process
+	// ForkOf (a trace of this package with the same Threads and Working)
+	// at time ForkAt: its threads use the arrays the parent allocated
+	// before the fork, with no allocation events of their own for them.
+	ForkOf uint32
+	ForkAt uint64
 }
 
 // Stats says what was generated.
@@ -76,9 +82,15 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 	rng := rand.New(rand.NewPCG(c.Seed, 0x9e3779b97f4a7c15))
 	var st Stats
 
-	w.Begin(&trace.Header{PID: c.PID, PPID: 1, ClockRes: 1, StartUnix: 1_700_000_000_000_000_000, IntervalMS: 100,
+	h := &trace.Header{PID: c.PID, PPID: 1, ClockRes: 1, StartUnix: 1_700_000_000_000_000_000, StartMono: 5e9, IntervalMS: 100,
 		BufEvents: 4096, Program: "./synthetic", Exe: "/nonexistent/synthetic", Cmdline: []string{"./synthetic", fmt.Sprint(c.Threads)},
-		Runtime: "tracegen"})
+		Runtime: "tracegen"}
+	t0 := uint64(0) // the first interval's start
+	if c.ForkOf != 0 {
+		h.PPID, h.Flags, h.OpenTime = c.ForkOf, trace.HeaderForked, c.ForkAt
+		t0 = c.ForkAt
+	}
+	w.Begin(h)
 	strs := []byte("\x00synthetic.o\x00")
 	off := map[string]uint32{}
 	str := func(s string) uint32 {
@@ -113,13 +125,16 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 	arr := func(th, k int) uint64 { return base + uint64((2*th+k)*c.Working)*trace.PageSize }
 	for th := 0; th < c.Threads; th++ {
 		tid := c.PID + uint32(th)
-		ts := &trace.ThreadStart{Serial: uint64(th + 1), TID: tid, Time: uint64(th) * 1000, Name: fmt.Sprintf("worker-%d", th)}
+		ts := &trace.ThreadStart{Serial: uint64(th + 1), TID: tid, Time: t0 + uint64(th)*1000, Name: fmt.Sprintf("worker-%d", th)}
 		if c.Allocs {
 			lo := uint64(stackBase) + uint64(th)<<20
 			ts.Stack = trace.Range{Lo: lo, Hi: lo + 1<<20}
 			ts.TLS = []trace.Range{{Lo: lo + 1<<20 - 2*trace.PageSize, Hi: lo + 1<<20 - trace.PageSize}}
 			var evs []trace.AllocEvent
 			for k := range 2 {
+				if c.ForkOf != 0 {
+					break // the parent's
+				}
 				seq++
 				kind, at := trace.AllocMalloc, uint64(0x555555551234)
 				if k == 1 {
@@ -128,8 +143,10 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 				evs = append(evs, trace.AllocEvent{Seq: seq, Time: uint64(th)*1000 + uint64(k), Addr: arr(th, k),
 					Size: uint64(c.Working) * trace.PageSize, Site: at, Kind: kind})
 			}
-			w.Allocs(&trace.Allocs{Serial: uint64(th + 1), TID: tid, Time: uint64(th) * 1000, Events: evs})
-			st.AllocEvent += int64(len(evs))
+			if len(evs) > 0 {
+				w.Allocs(&trace.Allocs{Serial: uint64(th + 1), TID: tid, Time: uint64(th) * 1000, Events: evs})
+				st.AllocEvent += int64(len(evs))
+			}
 		}
 		w.ThreadStart(ts)
 	}
@@ -141,7 +158,7 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 		if c.Intervals > 0 && iv >= c.Intervals || c.Bytes > 0 && cw.n >= c.Bytes {
 			break
 		}
-		from, to := uint64(iv)*intervalNS, uint64(iv+1)*intervalNS
+		from, to := t0+uint64(iv)*intervalNS, t0+uint64(iv+1)*intervalNS
 		for th := 0; th < c.Threads; th++ {
 			tid := c.PID + uint32(th)
 			a := &trace.Agg{Serial: uint64(th + 1), TID: tid, From: from, To: to}
@@ -187,7 +204,7 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 		}
 		// every 8 intervals thread 0 frees its malloc array and gets it back
 		// from another site: the same pages, another owner
-		if c.Allocs && iv%8 == 7 {
+		if c.Allocs && iv%8 == 7 && c.ForkOf == 0 {
 			seq += 2
 			w.Allocs(&trace.Allocs{Serial: 1, TID: c.PID, Time: to, Events: []trace.AllocEvent{
 				{Seq: seq - 1, Time: to - 1, Addr: arr(0, 0), Kind: trace.AllocFree, Site: 0x555555553456},
@@ -207,7 +224,7 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 			}
 		}
 	}
-	end := uint64(st.Intervals) * intervalNS
+	end := t0 + uint64(st.Intervals)*intervalNS
 	for th := 0; th < c.Threads; th++ {
 		tid := c.PID + uint32(th)
 		if c.Raw {

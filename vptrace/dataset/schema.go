@@ -81,7 +81,7 @@ type AllocRow struct {
 	Line      string `parquet:"line"` // file:line of the call ("" without DWARF)
 	Allocator string `parquet:"allocator,dict"`
 	Address   uint64 `parquet:"address"` // the return address
-	Owner     string `parquet:"owner"`   // pages.owner of its blocks: ALLOCATOR@SITE (a file mapping: see regions)
+	Owner     string `parquet:"owner"`   // ALLOCATOR@SITE: pages.owner of its blocks (of a file mapping's pages: the path)
 	Count     int64  `parquet:"count"`   // blocks (mappings) returned
 	Bytes     int64  `parquet:"bytes"`   // asked for, in all
 	Pages     int64  `parquet:"pages"`   // distinct pages of its blocks the threads touched
