@@ -127,7 +127,7 @@ func NewHeatmap(path string, tr *trace.Trace, o HeatmapOptions) (*Heatmap, error
 		if err != nil {
 			return nil, err
 		}
-		if c.Type != trace.ChunkAgg && c.Type != trace.ChunkRaw {
+		if !trace.PageChunk(c.Type) {
 			continue
 		}
 		v, err := c.Decode()

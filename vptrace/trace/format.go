@@ -25,7 +25,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 3
+	Minor      = 4
 	PageShift  = abi.PageShift
 	PageSize   = abi.PageSize
 
@@ -52,6 +52,12 @@ const (
 	ChunkCounts     ChunkType = 11 // BlockCounts: one thread's block counts of an object (1.2)
 	ChunkAllocs     ChunkType = 12 // Allocs: one thread's allocation events (1.3)
 	ChunkMaps       ChunkType = 13 // Maps: the process's mappings at a time (1.3)
+	// ChunkZstd holds another chunk's payload compressed (1.4); Reader.Next
+	// unwraps it.
+	ChunkZstd ChunkType = 14
+	// ChunkAggCols is an Agg in columns, with dictionaries of its times
+	// and sites (1.4); the runtime writes it inside ChunkZstd.
+	ChunkAggCols ChunkType = 15
 )
 
 func (t ChunkType) String() string {
@@ -82,6 +88,10 @@ func (t ChunkType) String() string {
 		return "allocs"
 	case ChunkMaps:
 		return "maps"
+	case ChunkZstd:
+		return "zstd"
+	case ChunkAggCols:
+		return "aggc"
 	}
 	return fmt.Sprintf("chunk-%d", uint16(t))
 }

@@ -14,6 +14,11 @@ type Chunk struct {
 	Type    ChunkType
 	Offset  int64  // of the chunk header in the file
 	Payload []byte // valid until the next call of Next
+	// Stored is the chunk's size in the file (header and payload);
+	// Packed says it was stored compressed (a ZSTD chunk, which Next
+	// unwraps: Type and Payload are the chunk it holds).
+	Stored int
+	Packed bool
 }
 
 // Decode decodes the payload (see the package function Decode).
@@ -47,6 +52,8 @@ type Reader struct {
 	// truncated tail).
 	Damaged int
 	Skipped int64
+
+	unpacked []byte // the last ZSTD chunk's inner payload
 }
 
 // Open opens a trace file and reads its header.
@@ -177,8 +184,11 @@ func (r *Reader) Next() (*Chunk, error) {
 				r.Damaged++
 				r.Skipped += skipped
 			}
-			c := &Chunk{Type: typ, Offset: r.off, Payload: r.buf[chunkHeaderSize:size]}
+			c := &Chunk{Type: typ, Offset: r.off, Payload: r.buf[chunkHeaderSize:size], Stored: size}
 			r.consume(size)
+			if typ == ChunkZstd {
+				r.unpack(c)
+			}
 			return c, nil
 		case -1:
 			if len(r.buf) == 0 && skipped == 0 {
@@ -219,6 +229,18 @@ func (r *Reader) Next() (*Chunk, error) {
 			return nil, err
 		}
 	}
+}
+
+// unpack replaces a ZSTD chunk by the chunk it holds. One that cannot be
+// decompressed stays as it is: decoding it gives the error (a chunk that
+// passed its CRC is no damage to skip, but a writer's fault to report).
+func (r *Reader) unpack(c *Chunk) {
+	typ, p, err := unpack(c.Payload, r.unpacked)
+	if err != nil {
+		return
+	}
+	r.unpacked = p
+	c.Type, c.Payload, c.Packed = typ, p, true
 }
 
 // findValid returns the offset of the first valid chunk in b[1:], or -1.

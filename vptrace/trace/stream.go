@@ -64,7 +64,7 @@ func LoadMetaChild(path string, parent *Trace) (*Trace, error) {
 
 // PageChunk reports whether chunks of type t hold page events (Decode
 // returns an *Agg or a *Raw for them): what LoadMeta skips.
-func PageChunk(t ChunkType) bool { return t == ChunkAgg || t == ChunkRaw }
+func PageChunk(t ChunkType) bool { return t == ChunkAgg || t == ChunkRaw || t == ChunkAggCols }
 
 // RegionIndex answers which region owned a page at a time.
 type RegionIndex struct{ x *regionIndex }

@@ -1,6 +1,9 @@
 package trace
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // MaxAggPages is the most pages Writer puts in one Agg chunk; larger
 // aggregates are split.
@@ -10,15 +13,50 @@ const MaxAggPages = 1 << 16
 // Write call: when w is a file opened with O_APPEND that other writers
 // (the runtime's C code) append to as well, whole chunks never interleave.
 type Writer struct {
-	w   io.Writer
-	buf []byte
-	tmp []byte
+	w    io.Writer
+	buf  []byte
+	tmp  []byte
+	opts WriterOptions
+	pk   *packer // with opts.Compress
 }
 
-// NewWriter returns a Writer on w.
+// WriterOptions choose how a Writer stores chunks.
+type WriterOptions struct {
+	// Compress stores chunks zstd-compressed (ZSTD chunks, format 1.4;
+	// not the HEADER nor STATUS, and not a chunk compression would not
+	// make smaller) and aggregates as AGGC chunks. Readers before 1.4
+	// skip them.
+	Compress bool
+	// Kinds, when not nil, gives the kind bits (KindRead, KindWrite) the
+	// writer of the aggregates counted a site's events as: an AGGC chunk
+	// whose pages' events, reads and writes all follow from their sites'
+	// counts and kinds leaves them out.
+	Kinds func(site uint64) Kind
+}
+
+// NewWriter returns a Writer on w that writes chunks as they are.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
+// NewWriterOptions returns a Writer on w with options.
+func NewWriterOptions(w io.Writer, o WriterOptions) (*Writer, error) {
+	wr := &Writer{w: w, opts: o}
+	if o.Compress {
+		pk, err := newPacker()
+		if err != nil {
+			return nil, fmt.Errorf("trace writer: %w", err)
+		}
+		wr.pk = pk
+	}
+	return wr, nil
+}
+
 func (w *Writer) chunk(typ ChunkType, payload []byte) {
+	if w.pk != nil && typ != ChunkHeader && typ != ChunkStatus {
+		if z := w.pk.pack(typ, payload); z != nil {
+			w.buf = AppendChunk(w.buf, ChunkZstd, z)
+			return
+		}
+	}
 	w.buf = AppendChunk(w.buf, typ, payload)
 }
 
@@ -56,7 +94,7 @@ func (w *Writer) ThreadExit(t *ThreadExit) {
 }
 
 // Agg sorts a (SortAgg) and appends it as one or more agg chunks of at most
-// MaxAggPages pages each.
+// MaxAggPages pages each (AGGC chunks, compressed, with Compress).
 func (w *Writer) Agg(a *Agg) {
 	SortAgg(a)
 	pages := a.Pages
@@ -65,6 +103,11 @@ func (w *Writer) Agg(a *Agg) {
 		n := min(len(pages), MaxAggPages)
 		part.Pages = pages[:n]
 		pages = pages[n:]
+		if w.pk != nil {
+			w.tmp = w.pk.appendAggCols(w.tmp[:0], &part, w.opts.Kinds)
+			w.chunk(ChunkAggCols, w.tmp)
+			continue
+		}
 		w.put(ChunkAgg, &part)
 	}
 }

@@ -1,0 +1,414 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compressed chunks (format 1.4): a ZSTD chunk holds another chunk's
+// payload compressed with zstd, one frame per chunk, so every chunk is
+// still checked (CRC) and decoded by itself and a crash loses at most the
+// chunk being written. The Go aggregator stores its aggregates as AGGC
+// chunks (the AGG records in columns, with per-chunk dictionaries of
+// times and sites) inside ZSTD chunks. Reader.Next unwraps ZSTD chunks:
+// readers see the inner chunk.
+
+// Fixed payload sizes.
+const (
+	zstdFixed    = 8
+	aggColsFixed = 48
+)
+
+// AggCols flags (the u32 at offset 44 of an AGGC payload).
+const (
+	// aggColsCounts: the events, reads and writes columns are present;
+	// without it each page's events are the sum of its site counts and
+	// its reads and writes the sums over the sites whose kind (in the
+	// site dictionary) has bit 0 (read) or 1 (write).
+	aggColsCounts = 1
+)
+
+// codec holds the zstd encoder and decoder, made on first use: a program
+// linked with the runtime, and hijack commands that never meet a
+// compressed chunk, do not pay for their tables.
+var zdec = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxChunk))
+})
+
+// ErrCompressed: a ZSTD chunk could not be decompressed.
+var ErrCompressed = errors.New("bad compressed chunk")
+
+// unpack decompresses a ZSTD chunk's payload into dst[:0]: the inner
+// chunk's type and payload.
+func unpack(p, dst []byte) (ChunkType, []byte, error) {
+	if len(p) < zstdFixed {
+		return 0, nil, ErrShort
+	}
+	typ := ChunkType(le.Uint16(p))
+	flags := le.Uint16(p[2:])
+	size := le.Uint32(p[4:])
+	switch {
+	case flags != 0:
+		return 0, nil, fmt.Errorf("%w: flags %#x", ErrCompressed, flags)
+	case typ == ChunkZstd || typ == ChunkHeader || typ == ChunkStatus:
+		return 0, nil, fmt.Errorf("%w: it holds a %s chunk", ErrCompressed, typ)
+	case size > MaxChunk:
+		return 0, nil, fmt.Errorf("%w: size %d", ErrCompressed, size)
+	}
+	d, err := zdec()
+	if err != nil {
+		return 0, nil, err
+	}
+	// grow dst to the size said, up to a bound: the size field is only
+	// checked against what the frame holds
+	if cap(dst) < int(size) {
+		dst = make([]byte, 0, min(int(size), 8<<20))
+	}
+	out, err := d.DecodeAll(p[zstdFixed:], dst[:0])
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrCompressed, err)
+	}
+	if len(out) != int(size) {
+		return 0, nil, fmt.Errorf("%w: %d bytes, not %d", ErrCompressed, len(out), size)
+	}
+	return typ, out, nil
+}
+
+// DecodeZstd decompresses a ChunkZstd payload and decodes the chunk it
+// holds (see Decode).
+func DecodeZstd(p []byte) (any, error) {
+	typ, inner, err := unpack(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(typ, inner)
+}
+
+// packer compresses chunk payloads for a Writer.
+type packer struct {
+	enc     *zstd.Encoder
+	buf     []byte
+	times   []uint64
+	sites   []uint64
+	scratch []byte
+	fi, li  []uint32 // page's first and last time, as dictionary indexes
+	si      []uint32 // sites, as dictionary indexes
+}
+
+func newPacker() (*packer, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true), zstd.WithEncoderCRC(false))
+	if err != nil {
+		return nil, err
+	}
+	return &packer{enc: enc}, nil
+}
+
+// pack returns the payload of a ZSTD chunk holding a chunk of type typ,
+// or nil when compression does not make it smaller.
+func (pk *packer) pack(typ ChunkType, payload []byte) []byte {
+	if len(payload) < 64 {
+		return nil
+	}
+	b := le.AppendUint16(pk.buf[:0], uint16(typ))
+	b = le.AppendUint16(b, 0)
+	b = le.AppendUint32(b, uint32(len(payload)))
+	b = pk.enc.EncodeAll(payload, b)
+	pk.buf = b
+	if len(b) >= len(payload) {
+		return nil
+	}
+	return b
+}
+
+// ---- AggCols ----
+
+// appendAggCols appends the AGGC payload of a (its pages and sites sorted,
+// SortAgg). kinds, when not nil, gives the kind bits the aggregator
+// counted each site's events as: when every page's events, reads and
+// writes follow from its sites' counts and kinds, the chunk leaves them
+// out.
+func (pk *packer) appendAggCols(dst []byte, a *Agg, kinds func(site uint64) Kind) []byte {
+	// the dictionaries: few distinct values, often repeated by
+	// neighbouring pages (skipped before sorting)
+	times, sites := pk.times[:0], pk.sites[:0]
+	var tseen, sseen recent
+	for i := range a.Pages {
+		p := &a.Pages[i]
+		if tseen.add(p.First) {
+			times = append(times, p.First)
+		}
+		if tseen.add(p.Last) {
+			times = append(times, p.Last)
+		}
+		for _, s := range p.Sites {
+			if sseen.add(s.Site) {
+				sites = append(sites, s.Site)
+			}
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	slices.Sort(sites)
+	sites = slices.Compact(sites)
+	pk.times, pk.sites = times, sites
+	// the dictionary indexes of every page's times and sites
+	tx, sx := &dictIndex{list: times}, &dictIndex{list: sites}
+	fi, li, si := pk.fi[:0], pk.li[:0], pk.si[:0]
+	for i := range a.Pages {
+		p := &a.Pages[i]
+		fi = append(fi, tx.index(p.First))
+		li = append(li, tx.index(p.Last))
+		for _, s := range p.Sites {
+			si = append(si, sx.index(s.Site))
+		}
+	}
+	pk.fi, pk.li, pk.si = fi, li, si
+	kb := pk.scratch[:0]
+	counts := kinds == nil
+	if !counts {
+		for _, s := range sites {
+			kb = append(kb, byte(kinds(s)&(KindRead|KindWrite)))
+		}
+		k := 0
+		for i := range a.Pages {
+			p := &a.Pages[i]
+			var ev, rd, wr uint64
+			for _, s := range p.Sites {
+				ev += s.Count
+				if kb[si[k]]&byte(KindRead) != 0 {
+					rd += s.Count
+				}
+				if kb[si[k]]&byte(KindWrite) != 0 {
+					wr += s.Count
+				}
+				k++
+			}
+			if ev != p.Events || rd != p.Reads || wr != p.Writes {
+				counts = true
+				break
+			}
+		}
+	}
+	if counts {
+		kb = kb[:0]
+		for range sites {
+			kb = append(kb, 0)
+		}
+	}
+	pk.scratch = kb
+	e := enc{dst}
+	e.u64(a.Serial)
+	e.u32(a.TID)
+	e.u32(a.Flags)
+	e.u64(a.From)
+	e.u64(a.To)
+	e.u64(a.Drops)
+	e.u32(uint32(len(a.Pages)))
+	var flags uint32
+	if counts {
+		flags |= aggColsCounts
+	}
+	e.u32(flags)
+	e.uvarint(uint64(len(times)))
+	var prev uint64
+	for _, t := range times {
+		e.uvarint(t - prev)
+		prev = t
+	}
+	e.uvarint(uint64(len(sites)))
+	prev = 0
+	for _, s := range sites {
+		e.uvarint(s - prev)
+		prev = s
+	}
+	e.b = append(e.b, kb...)
+	prev = 0
+	for i := range a.Pages {
+		e.uvarint(a.Pages[i].Page - prev)
+		prev = a.Pages[i].Page
+	}
+	for i := range a.Pages {
+		e.uvarint(uint64(len(a.Pages[i].Sites)))
+	}
+	for _, k := range fi {
+		e.uvarint(uint64(k))
+	}
+	for i := range li {
+		e.uvarint(uint64(li[i] - fi[i]))
+	}
+	for _, k := range si {
+		e.uvarint(uint64(k))
+	}
+	for i := range a.Pages {
+		for _, s := range a.Pages[i].Sites {
+			e.uvarint(s.Count)
+		}
+	}
+	if counts {
+		for i := range a.Pages {
+			e.uvarint(a.Pages[i].Events)
+		}
+		for i := range a.Pages {
+			e.uvarint(a.Pages[i].Reads)
+		}
+		for i := range a.Pages {
+			e.uvarint(a.Pages[i].Writes)
+		}
+	}
+	return e.b
+}
+
+// recent is a direct-mapped set of recently seen values: it spares the
+// dictionaries most repeats before they are sorted.
+type recent struct{ v [64]uint64 }
+
+// add reports whether v was not among the recent values, and adds it.
+func (r *recent) add(v uint64) bool {
+	h := (v * 0x9E3779B97F4A7C15) >> 58
+	if r.v[h] == v+1 {
+		return false
+	}
+	r.v[h] = v + 1
+	return true
+}
+
+// dictIndex finds values in a sorted dictionary, remembering recent ones.
+type dictIndex struct {
+	list []uint64
+	key  [64]uint64 // value+1
+	k    [64]uint32
+}
+
+func (x *dictIndex) index(v uint64) uint32 {
+	h := (v * 0x9E3779B97F4A7C15) >> 58
+	if x.key[h] != v+1 {
+		k, _ := slices.BinarySearch(x.list, v)
+		x.key[h], x.k[h] = v+1, uint32(k)
+	}
+	return x.k[h]
+}
+
+// DecodeAggCols decodes a ChunkAggCols payload into the Agg it holds.
+func DecodeAggCols(p []byte) (*Agg, error) {
+	d := dec{b: p}
+	a := &Agg{Serial: d.u64(), TID: d.u32(), Flags: d.u32(), From: d.u64(), To: d.u64(), Drops: d.u64()}
+	n := d.u32()
+	flags := d.u32()
+	// list reads a count and that many uvarints, each at least a byte
+	count := func() int {
+		c := d.uvarint()
+		if d.err == nil && c > uint64(len(p)-d.off) {
+			d.err = ErrShort
+		}
+		if d.err != nil {
+			return 0
+		}
+		return int(c)
+	}
+	times := make([]uint64, count())
+	var prev uint64
+	for i := range times {
+		prev += d.uvarint()
+		times[i] = prev
+	}
+	sites := make([]uint64, count())
+	prev = 0
+	for i := range sites {
+		prev += d.uvarint()
+		sites[i] = prev
+	}
+	kinds := d.bytes(len(sites))
+	if d.err != nil {
+		return nil, d.err
+	}
+	// every page takes at least 4 bytes (page, nsites, first, span)
+	if uint64(n)*4 > uint64(len(p)-d.off) {
+		return nil, ErrShort
+	}
+	a.Pages = make([]PageAgg, n)
+	prev = 0
+	for i := range a.Pages {
+		prev += d.uvarint()
+		a.Pages[i].Page = prev
+	}
+	nsites := make([]int, n)
+	npairs := uint64(0)
+	for i := range nsites {
+		c := d.uvarint()
+		npairs += c
+		if d.err == nil && npairs > uint64(len(p)) {
+			d.err = ErrShort
+		}
+		nsites[i] = int(c)
+	}
+	idx := func(list []uint64, k uint64) uint64 {
+		if k >= uint64(len(list)) {
+			if d.err == nil {
+				d.err = fmt.Errorf("index %d out of a dictionary of %d", k, len(list))
+			}
+			return 0
+		}
+		return list[k]
+	}
+	first := make([]uint64, n)
+	for i := range a.Pages {
+		first[i] = d.uvarint()
+		a.Pages[i].First = idx(times, first[i])
+	}
+	for i := range a.Pages {
+		a.Pages[i].Last = idx(times, first[i]+d.uvarint())
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	pairs := make([]SiteCount, npairs)
+	sk := make([]byte, npairs)
+	k := 0
+	for i := range a.Pages {
+		a.Pages[i].Sites = pairs[k : k+nsites[i] : k+nsites[i]]
+		for j := range nsites[i] {
+			x := d.uvarint()
+			pairs[k+j].Site = idx(sites, x)
+			if x < uint64(len(kinds)) {
+				sk[k+j] = kinds[x]
+			}
+		}
+		k += nsites[i]
+	}
+	for i := range pairs {
+		pairs[i].Count = d.uvarint()
+	}
+	if flags&aggColsCounts != 0 {
+		for i := range a.Pages {
+			a.Pages[i].Events = d.uvarint()
+		}
+		for i := range a.Pages {
+			a.Pages[i].Reads = d.uvarint()
+		}
+		for i := range a.Pages {
+			a.Pages[i].Writes = d.uvarint()
+		}
+	} else {
+		k = 0
+		for i := range a.Pages {
+			pg := &a.Pages[i]
+			for j := range pg.Sites {
+				c := pg.Sites[j].Count
+				pg.Events += c
+				if sk[k+j]&byte(KindRead) != 0 {
+					pg.Reads += c
+				}
+				if sk[k+j]&byte(KindWrite) != 0 {
+					pg.Writes += c
+				}
+			}
+			k += len(pg.Sites)
+		}
+	}
+	return a, d.err
+}
