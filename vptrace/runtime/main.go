@@ -19,6 +19,7 @@ import "C"
 
 import (
 	"runtime"
+	"sort"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -80,6 +81,10 @@ type thread struct {
 	events uint64
 	pages  pageTable
 	from   uint64
+	// nextCut is the first cut after from (cuts: see consumerState),
+	// valid while cutGen is the consumer's.
+	nextCut uint64
+	cutGen  uint64
 }
 
 type consumerState struct {
@@ -89,6 +94,62 @@ type consumerState struct {
 	out     fdWriter
 	tmp     []event
 	events  uint64 // aggregated, in total
+
+	// cuts are times at which a release of memory (rt_alloc.c) asked the
+	// aggregates to be cut, ascending: a thread's events on either side
+	// of one go to different intervals, so that a page's aggregate does
+	// not mix what it held before the release and after.
+	cuts    []uint64
+	cutGen  uint64
+	cutTail C.uint64_t
+	cutBuf  [256]C.uint64_t
+}
+
+// maxCuts bounds the cuts kept (the oldest go first).
+const maxCuts = 4096
+
+// takeCuts adds the cuts asked for since the last call.
+func (s *consumerState) takeCuts() {
+	n := int(C.vpt_cuts_take(&s.cutTail, &s.cutBuf[0], C.uint32_t(len(s.cutBuf))))
+	added := false
+	for _, c := range s.cutBuf[:n] {
+		t := uint64(c)
+		if t == 0 || (len(s.cuts) > 0 && t <= s.cuts[len(s.cuts)-1]) {
+			continue
+		}
+		s.cuts = append(s.cuts, t)
+		added = true
+	}
+	if len(s.cuts) > maxCuts {
+		s.cuts = append(s.cuts[:0], s.cuts[len(s.cuts)-maxCuts:]...)
+	}
+	if added {
+		s.cutGen++
+	}
+}
+
+// cutAfter is the first cut after t, or the largest uint64.
+func (s *consumerState) cutAfter(t uint64) uint64 {
+	i := sort.Search(len(s.cuts), func(i int) bool { return s.cuts[i] > t })
+	if i == len(s.cuts) {
+		return ^uint64(0)
+	}
+	return s.cuts[i]
+}
+
+// cutAtOrBefore is the last cut at or before t (there is one).
+func (s *consumerState) cutAtOrBefore(t uint64) uint64 {
+	i := sort.Search(len(s.cuts), func(i int) bool { return s.cuts[i] > t })
+	return s.cuts[i-1]
+}
+
+// cut ends th's interval at its next cut, because an event at time t
+// comes after it: the aggregates so far are written up to the cut, and
+// the next interval starts at the last cut before t.
+func (s *consumerState) cut(th *thread, t uint64) {
+	s.writeThread(th, th.nextCut)
+	th.from = s.cutAtOrBefore(t)
+	th.nextCut = s.cutAfter(t)
 }
 
 type fdWriter struct{ fd int }
@@ -121,7 +182,7 @@ func consumer() {
 	if C.vpt_go_started() == 0 {
 		return // the process is exiting and writes its events itself
 	}
-	s := &consumerState{threads: map[uint64]*thread{}}
+	s := &consumerState{threads: map[uint64]*thread{}, cutGen: 1}
 	s.w = trace.NewWriter(&s.out)
 	var lastDone uint64
 	next := uint64(0)
@@ -136,6 +197,7 @@ func consumer() {
 		if C.vpt_trace_mode() != 0 {
 			continue // not initialised, off, or C only
 		}
+		s.takeCuts()
 		s.out.fd = int(C.vpt_trace_fd())
 		if s.out.fd < 0 {
 			continue
@@ -281,6 +343,9 @@ func (s *consumerState) aggregate(th *thread, evs []event) {
 	var lastKind abi.Kind
 	var pa *pageVal
 	n := 0
+	if th.cutGen != s.cutGen {
+		th.nextCut, th.cutGen = s.cutAfter(th.from), s.cutGen
+	}
 	for i := range evs {
 		e := &evs[i]
 		site := atomic.LoadUint64(&e.Site)
@@ -288,6 +353,10 @@ func (s *consumerState) aggregate(th *thread, evs []event) {
 			continue
 		}
 		n++
+		if e.Time >= th.nextCut {
+			s.cut(th, e.Time)
+			pa = nil
+		}
 		if pa == nil || e.Page1 != lastPage1 {
 			pa = th.pages.get(e.Page1)
 			lastPage1 = e.Page1
@@ -324,6 +393,9 @@ func (s *consumerState) aggregate(th *thread, evs []event) {
 func (s *consumerState) writeThread(th *thread, now uint64) {
 	if th.pages.n == 0 {
 		return
+	}
+	if th.cutGen == s.cutGen && now >= th.nextCut {
+		th.nextCut = s.cutAfter(now) // (the interval ends after the cut)
 	}
 	a := &trace.Agg{Serial: th.serial, TID: th.tid, From: th.from, To: now, Drops: th.drops}
 	a.Pages = th.pages.pages(make([]trace.PageAgg, 0, th.pages.n))

@@ -199,6 +199,8 @@ extern uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites);
 extern int vpt_interval_ms(void);
 extern void vpt_write_failed(int err);             /* a write to the trace failed: errno */
 extern int vpt_write_errno(void);                  /* the first failed write's errno, or 0 */
+/* the times releases asked the aggregates to be cut at (rt_alloc.c) since *tail */
+extern uint32_t vpt_cuts_take(uint64_t *tail, uint64_t *out, uint32_t max);
 
 /* for exec.c (the exec family, _exit) */
 #define VPT_HIDDEN __attribute__((visibility("hidden")))
@@ -323,7 +325,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
 #define FMT_MAJOR 1
-#define FMT_MINOR 2
+#define FMT_MINOR 3
 
 static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
@@ -443,6 +445,32 @@ extern HIDDEN void vrt_flush_now(void);
 void vpt_blocks_thread_c(uint64_t desc) HIDDEN;
 extern HIDDEN void vrt_blocks_thread_exit(struct vpt_thread *t);
 extern HIDDEN void vrt_blocks_snapshot(void);
+
+/* ---- allocation tracking, mappings, thread ranges (rt_alloc.c, rt_maps.c;
+ * format 1.3: chunks ALLOCS and MAPS, the THREAD chunk's ranges). The
+ * hooks the other rt_*.c files call. */
+#define CH_ALLOCS 12
+#define CH_MAPS 13
+#define MAPS_START 1
+#define MAPS_DLOPEN 2
+#define MAPS_DLCLOSE 3
+#define MAPS_EXIT 4
+#define W_ALLOCS 64u
+/* rt_alloc.c */
+extern HIDDEN void vrt_alloc_file_opened(void);      /* the trace file is open (parent, child) */
+extern HIDDEN void vrt_alloc_flush_all(int final);   /* every thread's pending records to the file */
+extern HIDDEN void vrt_alloc_thread_exit(void);      /* the calling thread exits (its key destructor) */
+extern HIDDEN void vrt_alloc_child(void);            /* a fork child: the records are the parent's */
+extern HIDDEN void vrt_alloc_interval(void);         /* the clock thread, every interval */
+extern HIDDEN void vrt_alloc_enter(void);            /* the runtime calls libc: its allocations */
+extern HIDDEN void vrt_alloc_leave(void);            /* are not the program's */
+extern HIDDEN int vrt_alloc_inside(void);            /* this thread is inside an allocator */
+extern HIDDEN int vrt_alloc_in_effect(void);         /* the runtime's malloc is the program's */
+extern HIDDEN int vrt_alloc_pending(void);           /* records wait in some buffer */
+/* rt_maps.c */
+extern HIDDEN void vrt_maps_chunk(uint32_t why);     /* a /proc/self/maps snapshot */
+extern HIDDEN void vrt_maps_check(void);             /* one if objects were loaded or unloaded */
+extern HIDDEN uint32_t vrt_thread_ranges(uint64_t *stack_lo, uint64_t *stack_hi, uint64_t *tls, uint32_t cap);
 #endif /* VPT_RT_C */
 #endif
 #endif

@@ -58,14 +58,21 @@ static void finalize(void)
 	struct vpt_thread *t = &vpt_t;
 	uint32_t saved;
 	int ok = 0;
+	/* a program that allocated but recorded no event opens its file now */
+	if (LOAD(&vrt_init_state) == ST_NONE && vrt_alloc_pending() && !(t->flags & (VTF_INBATCH | VTF_RUNTIME)))
+		vrt_core_init();
 	if (LOAD(&vrt_init_state) != ST_READY || XCHG(&vrt_final_started, 1))
 		return;
 	saved = t->flags;
 	t->flags |= VTF_INBATCH;
 	if (sys_getpid() != vpt_pid)
 		vrt_child_fixup(0);
-	/* every thread's block counts, before the END */
+	/* every thread's block counts, allocation records and the mappings,
+	 * before the END */
 	vrt_blocks_snapshot();
+	vrt_alloc_flush_all(1);
+	if (LOAD(&vrt_trace_fd) >= 0 || LOAD(&vrt_child_open) == 1)
+		vrt_maps_chunk(MAPS_EXIT);
 	if (LOAD(&vrt_mode) == MODE_GO) {
 		int gs = GO_NONE;
 		/* lock a consumer that has not started yet out for good, or
@@ -110,6 +117,8 @@ HIDDEN void vrt_flush_now(void)
 		t->flags &= ~VTF_INBATCH;
 	}
 	vrt_blocks_snapshot();
+	vrt_alloc_flush_all(0);
+	vrt_maps_check();
 }
 
 /* ------------------------------------------------------------------ */

@@ -365,6 +365,7 @@ HIDDEN int vrt_open_trace(int child)
 		join(msg, sizeof msg, m);
 		vrt_note_chunk(VPTRACE_NOTE_WARNING, sys_gettid(), 0, msg);
 	}
+	vrt_alloc_file_opened(); /* MAPS START (rt_alloc.c) */
 	return 0;
 }
 
@@ -478,6 +479,7 @@ HIDDEN void vrt_late_init(void)
 	if (vpt_t.flags & VTF_INBATCH)
 		return;
 	STORE(&vrt_late_done_pid, pid);
+	vrt_alloc_enter(); /* (what libc allocates here is the runtime's) */
 	if (!XCHG(&atfork_done, 1) && pthread_atfork(NULL, NULL, vrt_atfork_child) == 0)
 		STORE(&vrt_atfork_registered, 1);
 	if (vrt_cfg_clock_us > 0) {
@@ -494,6 +496,7 @@ HIDDEN void vrt_late_init(void)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 	}
+	vrt_alloc_leave();
 }
 
 /* Core initialisation: configuration, trace file. Async-signal-safe enough
@@ -531,6 +534,7 @@ HIDDEN int vrt_core_init(void)
 	STORE(&vrt_init_state, ST_READY);
 	vrt_dump_objects();
 	vpt_t.flags &= ~VTF_INIT;
+	vrt_alloc_flush_all(0); /* allocations recorded before the file was open */
 	return ST_READY;
 }
 
@@ -563,6 +567,7 @@ static void *clock_main(void *arg)
 		if (LOAD(&vpt_hot.clock) >= next) {
 			FADD(&vpt_hot.epoch, 1ull << 40);
 			next = LOAD(&vpt_hot.clock) + interval;
+			vrt_alloc_interval(); /* allocation records, MAPS after a dlopen (rt_alloc.c) */
 		}
 	}
 }

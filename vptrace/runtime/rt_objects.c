@@ -219,6 +219,7 @@ void vpt_register(const struct vpt_object *o)
 	STORER(&vpt_objs[i], o);
 	spin_unlock(&vrt_reg_lock);
 	vrt_dump_objects();
+	vrt_maps_check(); /* a dlopen'ed object: the mappings now */
 }
 
 /* The object goes away (dlclose; hijack's destructor calls this last of

@@ -145,6 +145,7 @@ HIDDEN void vrt_key_dtor(void *arg)
 	struct vpt_thread *t = &vpt_t;
 	struct vpt_buf *b = t->buf;
 	(void)arg;
+	vrt_alloc_thread_exit(); /* its allocation records (rt_alloc.c) */
 	if (t->flags & (VTF_INBATCH | VTF_RUNTIME))
 		return;
 	t->flags |= VTF_INBATCH;

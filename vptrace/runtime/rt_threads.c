@@ -26,18 +26,28 @@ HIDDEN void vrt_thread_key(struct vpt_thread *t)
 		t->flags |= VTF_KEYED;
 }
 
+/* The THREAD chunk (in the thread, at its first event, VTF_INBATCH set):
+ * with the thread's stack and TLS blocks (format 1.3, rt_maps.c). */
+#define THREAD_TLS_MAX 64
 HIDDEN void vrt_thread_chunk(struct vpt_thread *t)
 {
-	uint8_t fix[40];
-	struct iovec iov[2];
+	uint8_t fix[64];
+	uint64_t tls[2 * THREAD_TLS_MAX], lo, hi;
+	struct iovec iov[3];
+	uint32_t ntls = vrt_thread_ranges(&lo, &hi, tls, THREAD_TLS_MAX);
 	zero_bytes(fix, sizeof fix);
 	put64(fix, t->serial);
 	put32(fix + 8, t->tid);
 	put64(fix + 16, t->tstart);
 	copy_bytes(fix + 24, t->name, 15);
+	put64(fix + 40, lo);
+	put64(fix + 48, hi);
+	put32(fix + 56, ntls);
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
-	vrt_write_chunk(CH_THREAD, iov, 2);
+	iov[2].iov_base = tls;
+	iov[2].iov_len = (size_t)ntls * 16;
+	vrt_write_chunk(CH_THREAD, iov, 3);
 }
 
 /* The range memo: what the last runs of sweep sites recorded in this

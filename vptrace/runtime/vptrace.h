@@ -297,6 +297,9 @@ void vpt_blocks_thread(void);
 /* STATUS flags (chunk 9, right after the HEADER, rewritten in place) */
 #define VPTRACE_STATUS_WRITE_ERROR 1u /* a write failed: chunks are missing */
 
+/* ALLOCS flags (chunk 12, 1.3) */
+#define VPTRACE_ALLOCS_FINAL 1u /* the thread's last records: it exited */
+
 #ifndef __ASSEMBLER__
 #ifdef __cplusplus
 }
