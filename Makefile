@@ -1,8 +1,10 @@
 # hijack — build and test entry points. See README.md.
 #
 #   make build        bin/hijack (and bin/hijack-plot, which runs its plotting
-#                     commands), the runtime (bin/libvptrace.so, bin/libvptrace.a,
-#                     bin/vptrace.h, bin/vptrace.supp: vptrace/runtime/build.sh)
+#                     commands and the Parquet export, and bin/hijack-query, DuckDB
+#                     for hijack query), the runtime (bin/libvptrace.so,
+#                     bin/libvptrace.a, bin/vptrace.h, bin/vptrace.supp:
+#                     vptrace/runtime/build.sh)
 #   make deps         install the packages and Debian sources the tests need
 #   make test         deps + build + unit tests + e2e suite + realworld-short (what CI runs)
 #   make demo         trace a small multi-threaded program with vptrace, print the report
@@ -45,9 +47,13 @@ VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 # and without cgo (nothing in it needs libc): gonum/plot's package
 # initialisation, the dynamic loader and libc's thread start-up would cost
 # every process, one per object in a build, more than a small rewrite.
+# hijack report --parquet runs in hijack-plot too (parquet-go's packages
+# take a millisecond to initialise); hijack query in hijack-query, DuckDB
+# linked through cgo (80 MB).
 build:
 	CGO_ENABLED=0 $(GO) build -tags noplot -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack ./cmd/hijack
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack-plot ./cmd/hijack
+	$(GO) build -o bin/hijack-query ./cmd/hijack-query
 	@$(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 
 deps:
