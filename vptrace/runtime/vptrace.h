@@ -51,6 +51,9 @@
  *                           files; for debugging and cross-checking).
  *   VPTRACE_EXIT_TIMEOUT_MS=N  how long exit and vptrace_flush wait for the
  *                           aggregator before writing raw events (5000).
+ *   VPTRACE_ALLOCS=0        do not record allocations (also off, no, false):
+ *                           the allocator functions below pass every call
+ *                           straight through (to measure what recording costs).
  *
  * Trace file names. Every process image writes a file of its own, and the
  * runtime never opens an existing one (it creates its file with O_EXCL):
@@ -79,6 +82,21 @@
  * same file); _exit flushes as exit does. Events other threads record
  * after that flush are lost with the image. posix_spawn, system and popen
  * need nothing: the program they start is another process.
+ *
+ * Allocations. The runtime also defines, weakly, malloc, calloc, realloc,
+ * reallocarray, free, aligned_alloc, posix_memalign, memalign, valloc,
+ * pvalloc, every C++ operator new and delete, mmap, mmap64, munmap, mremap,
+ * strdup and strndup: in a program that links libvptrace.so before libc
+ * (hijack cc does) the program's calls reach them, and each records the call
+ * (kind, address, size, the caller's return address, the thread, the time)
+ * before or after calling the next definition (libc's, or an allocator
+ * library linked after the runtime); the runtime's own allocations and
+ * those of its Go part are not recorded. The trace gets them as ALLOCS
+ * chunks, with MAPS chunks (the process's mappings at start, after
+ * dlopen/dlclose, at exit) and each thread's stack and TLS ranges, so that
+ * hijack report can name what each page held. A -static program keeps
+ * libc.a's malloc: tracking is off there, and the trace says so in a note.
+ * See vptrace/FORMAT.md, chunks 12 and 13.
  *
  * Write errors (a full disk; /dev/full) are said once on stderr, with the
  * path and the errno, and marked in the file where it can be (FORMAT.md,
