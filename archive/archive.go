@@ -5,10 +5,12 @@
 package archive
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -141,6 +143,31 @@ func Read(data []byte) ([]Member, error) {
 // Write produces an archive of the members with a symbol index of the
 // global symbols their ELF objects define, as `ar rcs` would.
 func Write(members []Member) ([]byte, error) {
+	l, err := Prepare(members)
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(make([]byte, 0, l.size))
+	if _, err := l.WriteTo(out); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// Layout is an archive laid out, ready to be written.
+type Layout struct {
+	members  []Member
+	hdrNames []string
+	index    []byte // the symbol index's body, or nil
+	names    []byte // the long-name table, or nil
+	size     int64
+}
+
+// Prepare lays out the archive that Write produces (symbol index, long
+// names, member offsets), so that it can be written member by member, with
+// no copy of it in memory: all it can fail on is found before anything
+// is written.
+func Prepare(members []Member) (*Layout, error) {
 	var longNames bytes.Buffer
 	hdrNames := make([]string, len(members))
 	for i, m := range members {
@@ -183,27 +210,69 @@ func Write(members []Member) ([]byte, error) {
 	if pos > 1<<32-1 {
 		return nil, fmt.Errorf("archive too large for a 32-bit symbol index")
 	}
-	out := bytes.NewBuffer(make([]byte, 0, pos))
-	out.WriteString(Magic)
+	l := &Layout{members: members, hdrNames: hdrNames, names: longNames.Bytes(), size: int64(pos)}
 	if len(syms) > 0 {
 		body := make([]byte, 4, indexSize)
 		binary.BigEndian.PutUint32(body, uint32(len(syms)))
 		for _, s := range syms {
 			body = binary.BigEndian.AppendUint32(body, uint32(offsets[s.member]))
 		}
-		body = append(body, strtab.Bytes()...)
-		writeMember(out, "/", body)
+		l.index = append(body, strtab.Bytes()...)
 	}
-	if longNames.Len() > 0 {
-		writeMember(out, "//", longNames.Bytes())
-	}
-	for i, m := range members {
-		writeMember(out, hdrNames[i], m.Data)
-	}
-	return out.Bytes(), nil
+	return l, nil
 }
 
-func writeMember(out *bytes.Buffer, name string, data []byte) {
+// Size is the size of the archive in bytes.
+func (l *Layout) Size() int64 { return l.size }
+
+// WriteTo writes the archive to w and returns the bytes written.
+func (l *Layout) WriteTo(w io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := &countWriter{w: bw}
+	cw.WriteString(Magic)
+	if l.index != nil {
+		writeMember(cw, "/", l.index)
+	}
+	if len(l.names) > 0 {
+		writeMember(cw, "//", l.names)
+	}
+	for i, m := range l.members {
+		writeMember(cw, l.hdrNames[i], m.Data)
+	}
+	if cw.err == nil {
+		cw.err = bw.Flush()
+	}
+	return cw.n, cw.err
+}
+
+// countWriter counts what it writes and keeps the first error, after
+// which it writes nothing.
+type countWriter struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}
+
+// WriteString is Write of a string, without the error (kept).
+func (c *countWriter) WriteString(s string) {
+	if c.err == nil {
+		n, err := c.w.WriteString(s)
+		c.n += int64(n)
+		c.err = err
+	}
+}
+
+func writeMember(out *countWriter, name string, data []byte) {
 	mode := "644"
 	if name == "/" || name == "//" {
 		mode = "0"
@@ -219,7 +288,7 @@ func writeMember(out *bytes.Buffer, name string, data []byte) {
 	}
 	out.Write(data)
 	if len(data)&1 == 1 {
-		out.WriteByte('\n')
+		out.WriteString("\n")
 	}
 }
 

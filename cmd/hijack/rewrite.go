@@ -77,30 +77,39 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	var res []byte
+	var res output
 	var st rewrite.Stats
 	switch {
 	case archive.IsArchive(data):
 		res, st, err = rewriteArchive(in, data, rf, *jobs, warnFor)
 	default:
-		res, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, all.Presets(), warnFor(in))
+		var obj []byte
+		obj, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, all.Presets(), warnFor(in))
+		res = bytes.NewReader(obj)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeOutput(out, res, sigs.arm); err != nil {
+	if err := writeOutputFrom(out, res, sigs.arm); err != nil {
 		return outputFailed(stderr, err)
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "hijack: %s -> %s: %d functions, %d instrumented, %d left alone, %d insertion points, %d -> %d bytes\n",
-			in, out, st.Funcs, st.Instrumented, st.Skipped, st.Insertions, len(data), len(res))
+			in, out, st.Funcs, st.Instrumented, st.Skipped, st.Insertions, len(data), res.Size())
 	}
 	return exitOK
 }
 
+// output is a rewritten object or archive, ready to be written.
+type output interface {
+	io.WriterTo
+	Size() int64
+}
+
 // rewriteArchive rewrites every ELF member of an archive, jobs at a time,
-// and returns the new archive with a fresh symbol index.
-func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor func(string) func(string)) ([]byte, rewrite.Stats, error) {
+// and returns the new archive with a fresh symbol index, laid out to be
+// written member by member (no second copy of it in memory).
+func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor func(string) func(string)) (*archive.Layout, rewrite.Stats, error) {
 	var total rewrite.Stats
 	var ms []archive.Member
 	var err error
@@ -158,7 +167,7 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 		total.Skipped += r.st.Skipped
 		total.Insertions += r.st.Insertions
 	}
-	out, err := archive.Write(ms)
+	out, err := archive.Prepare(ms)
 	return out, total, err
 }
 
@@ -218,8 +227,13 @@ func checkOutput(path string) error {
 // named, if not nil, is called before a temporary file with a name is
 // created (atomicfile.WriteWith).
 func writeOutput(path string, data []byte, named func()) error {
+	return writeOutputFrom(path, bytes.NewReader(data), named)
+}
+
+// writeOutputFrom is writeOutput of what src writes.
+func writeOutputFrom(path string, src io.WriterTo, named func()) error {
 	return atomicfile.WriteWith(path, ".hijack-*.tmp", named, func(w io.Writer) error {
-		_, err := w.Write(data)
+		_, err := src.WriteTo(w)
 		return err
 	})
 }
