@@ -18,6 +18,7 @@ package main
 import "C"
 
 import (
+	"io"
 	"runtime"
 	"sort"
 	"sync/atomic"
@@ -103,6 +104,22 @@ type consumerState struct {
 	cutGen  uint64
 	cutTail C.uint64_t
 	cutBuf  [256]C.uint64_t
+
+	aggPages []trace.PageAgg // an interval's aggregates, reused
+	aggSites []trace.SiteCount
+}
+
+// newWriter returns the consumer's trace writer: aggregates compressed
+// (format 1.4: AGGC chunks in ZSTD chunks, the reads and writes left to
+// the site kinds the consumer counted them by), unless VPTRACE_COMPRESS=0.
+func (s *consumerState) newWriter(out io.Writer) *trace.Writer {
+	if v, _ := syscall.Getenv("VPTRACE_COMPRESS"); v != "0" {
+		w, err := trace.NewWriterOptions(out, trace.WriterOptions{Compress: true, Kinds: s.kinds.kind})
+		if err == nil {
+			return w
+		}
+	}
+	return trace.NewWriter(out)
 }
 
 // maxCuts bounds the cuts kept (the oldest go first).
@@ -183,7 +200,7 @@ func consumer() {
 		return // the process is exiting and writes its events itself
 	}
 	s := &consumerState{threads: map[uint64]*thread{}, cutGen: 1}
-	s.w = trace.NewWriter(&s.out)
+	s.w = s.newWriter(&s.out)
 	var lastDone uint64
 	next := uint64(0)
 	for {
@@ -398,8 +415,12 @@ func (s *consumerState) writeThread(th *thread, now uint64) {
 		th.nextCut = s.cutAfter(now) // (the interval ends after the cut)
 	}
 	a := &trace.Agg{Serial: th.serial, TID: th.tid, From: th.from, To: now, Drops: th.drops}
-	a.Pages = th.pages.pages(make([]trace.PageAgg, 0, th.pages.n))
-	s.w.Agg(a)
+	a.Pages, s.aggSites = th.pages.pages(s.aggPages[:0], s.aggSites)
+	s.w.Agg(a) // (encodes a: the buffers are free again)
+	s.aggPages = a.Pages[:0]
+	if cap(s.aggPages) > 1<<20 {
+		s.aggPages, s.aggSites = nil, nil // a burst: do not keep its memory
+	}
 	th.pages.reset()
 	th.from = now
 	if s.w.Buffered() > 8<<20 {

@@ -118,20 +118,31 @@ func (t *pageTable) reset() {
 	t.more = t.more[:0]
 }
 
-// pages appends the table's aggregates as trace.PageAgg.
-func (t *pageTable) pages(dst []trace.PageAgg) []trace.PageAgg {
+// pages appends the table's aggregates as trace.PageAgg to dst, their
+// sites in arena (reused: one allocation per interval, not one per page;
+// the aggregates are valid until the next call).
+func (t *pageTable) pages(dst []trace.PageAgg, arena []trace.SiteCount) ([]trace.PageAgg, []trace.SiteCount) {
+	nsites := t.n
+	for _, m := range t.more {
+		nsites += len(m)
+	}
+	if cap(arena) < nsites {
+		arena = make([]trace.SiteCount, 0, nsites)
+	}
+	arena = arena[:0]
 	for _, k := range t.order() {
 		s := &t.vals[k]
-		sites := []trace.SiteCount{{Site: s.site0, Count: s.count0}}
+		i := len(arena)
+		arena = append(arena, trace.SiteCount{Site: s.site0, Count: s.count0})
 		if s.more != 0 {
-			sites = append(sites, t.more[s.more-1]...)
+			arena = append(arena, t.more[s.more-1]...)
 		}
 		dst = append(dst, trace.PageAgg{
 			Page: t.keys[k] - 1, Events: s.events, Reads: s.reads, Writes: s.writes,
-			First: s.first, Last: s.last, Sites: sites,
+			First: s.first, Last: s.last, Sites: arena[i:len(arena):len(arena)],
 		})
 	}
-	return dst
+	return dst, arena
 }
 
 // order returns the slots of the table's pages in page order (the trace

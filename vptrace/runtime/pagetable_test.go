@@ -31,7 +31,8 @@ func TestPageTableOrder(t *testing.T) {
 			pt.get(p+1).events++
 		}
 		var got []uint64
-		for _, a := range pt.pages(nil) {
+		ps, _ := pt.pages(nil, nil)
+		for _, a := range ps {
 			got = append(got, a.Page)
 		}
 		want := slices.Clone(tc.pages)
@@ -57,9 +58,11 @@ func BenchmarkIntervalPages(b *testing.B) {
 		pt.get(0x7f00_0000_0000>>12+i*7919%100000+1).events++
 	}
 	buf := make([]trace.PageAgg, 0, pt.n)
+	var arena []trace.SiteCount
 	b.Run("page-order", func(b *testing.B) {
 		for b.Loop() {
-			a := &trace.Agg{Pages: pt.pages(buf[:0])}
+			a := &trace.Agg{}
+			a.Pages, arena = pt.pages(buf[:0], arena)
 			trace.SortAgg(a)
 		}
 	})
