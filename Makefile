@@ -49,11 +49,12 @@ VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 # every process, one per object in a build, more than a small rewrite.
 # hijack report --parquet runs in hijack-plot too (parquet-go's packages
 # take a millisecond to initialise); hijack query in hijack-query, DuckDB
-# linked through cgo (80 MB).
+# linked through cgo (80 MB), behind -tags duckdb: without it go build ./...
+# stays quick (linking DuckDB took seconds every time).
 build:
 	CGO_ENABLED=0 $(GO) build -tags noplot -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack ./cmd/hijack
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/hijack-plot ./cmd/hijack
-	$(GO) build -o bin/hijack-query ./cmd/hijack-query
+	$(GO) build -tags duckdb -o bin/hijack-query ./cmd/hijack-query
 	@$(SHELL) vptrace/runtime/build.sh $(CURDIR)/bin
 
 deps:
@@ -91,10 +92,11 @@ e2e-blockcount:
 # reason as e2e's: many tests hand files to gcc, as or objdump (testdata
 # sources, the system's static libraries), which the go test cache does not
 # see; with vptrace/runtime/testdata/vt.c or cfg/effect/testdata/corpus.c
-# broken, a cached run still said ok.
+# broken, a cached run still said ok. The DuckDB packages need -tags duckdb.
 unit:
 	@pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 $$pkgs; else echo "unit: no packages yet"; fi
+	$(GO) test -count=1 -tags duckdb ./vptrace/query ./cmd/hijack-query
 
 # -count=1: results must never come from the go test cache, which does not
 # notice a rebuilt bin/hijack. The output filter drops the per-subtest noise

@@ -1,8 +1,5 @@
-// Command hijack-query runs SQL over a vptrace Parquet dataset (what
-// hijack report --parquet writes) with DuckDB embedded: hijack query DIR
-// 'SQL' runs it. It is a command of its own because DuckDB is C++ linked
-// through cgo, 60 MB: the rewriter, which a build runs once per object,
-// stays small, static and quick to start.
+//go:build duckdb
+
 package main
 
 import (
