@@ -102,6 +102,11 @@ var cConsts = []struct {
 	{"BlocksTPOffOff", "offsetof(struct vpt_blocks, tpoff)", BlocksTPOffOff},
 	{"BlocksBlocksRelOff", "offsetof(struct vpt_blocks, blocks_rel)", BlocksBlocksRelOff},
 	{"BlocksStrsRelOff", "offsetof(struct vpt_blocks, strs_rel)", BlocksStrsRelOff},
+	{"ProbeCacheOff", "offsetof(struct vpt_thread, cache)", ProbeCacheOff},
+	{"ProbeEpochOff", "offsetof(struct vpt_hot_s, epoch)", ProbeEpochOff},
+	{"CacheEntries", "VPT_CACHE", CacheEntries},
+	{"CacheHash", noC, CacheHash}, // rt_threads.c's and stubs.S's literal
+	{"CacheShift", "VPT_CACHE_SHIFT", CacheShift},
 }
 
 // TestCConstsComplete: every exported constant the package declares is in

@@ -66,6 +66,12 @@ HIDDEN struct vpt_hot_s vpt_hot __attribute__((aligned(64))) = {.active = 1};
 /* aligned(16): as GCC aligned it when rt_*.c were one file (the runtime's
  * TLS block: 144 bytes in libvptrace.so, ABI.md) */
 HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec"), aligned(16)));
+/* What inserted code reads itself (ABI.md "The inline cache probe": the
+ * thread's cache pointer at VT_CACHE and the epoch at VH_EPOCH), under
+ * names of their own, exported from libvptrace.so too */
+extern __thread struct vpt_thread vpt_probe_thread
+	__attribute__((alias("vpt_t"), visibility("default"), tls_model("initial-exec")));
+extern struct vpt_hot_s vpt_probe_hot __attribute__((alias("vpt_hot"), visibility("default")));
 
 HIDDEN const struct vpt_object *vpt_objs[VPT_MAXOBJ];
 HIDDEN uint32_t vpt_nobjs;
