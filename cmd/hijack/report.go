@@ -19,7 +19,7 @@ import (
 	"hijack/vptrace/trace"
 )
 
-const reportUsage = `Usage: hijack report [--csv | --json] [--thread TID] [--top N] TRACE...
+const reportUsage = `Usage: hijack report [--csv | --json] [--thread TID] [--top N] TRACE|DIR...
        hijack report --blocks [--csv | --json] [--thread TID] [--top N] TRACE...
 
 Summarises vptrace trace files (what a program linked with the vptrace
@@ -29,8 +29,23 @@ instruction that touched them and what each page held (its owner), totals
 by owner and by function, and the allocation sites (allocator, caller,
 objects, bytes, pages, events). Every process image writes its own file (a
 fork child, and the program an exec starts, too: see vptrace.h for the
-names); give several files to see them all. A file holding more than one
-process's trace is refused. Objects of the blockcount preset add to the
+names); give several files, or directories (every trace file below them:
+the processes of a job, the runs of a sweep), to see them all: a section
+per process, then all processes side by side with their totals. A file
+holding more than one process's trace is refused.
+
+Shared pages: the pages more than one thread of a process touched, and
+the addresses more than one process touched (the first --top of each),
+with the threads (PID/TID) and the owner. An
+address in two processes is the same memory only where it is shared (a
+MAP_SHARED mapping, shared memory) or was inherited by fork and not yet
+written (copy on write gives the writer its own page): elsewhere equal
+addresses in two processes hold different data (their layouts agree,
+without or despite ASLR).
+
+A trace's run is its name in the report: a file's base name, a file found
+under a directory its path relative to that directory, without .vpt
+("sweep/t4/run1"; "~2" is added to a name taken twice). Objects of the blockcount preset add to the
 same files how often each of their basic blocks ran, per thread: --blocks
 reports those.
 
@@ -57,12 +72,13 @@ runtimes before format 1.3 name only globals their instructions named.
   --csv           one row per (thread, page):
                   thread,page,reads,writes,events,first_ns,last_ns,sites,
                   top_function,top_insn,top_symbol,segment,object,pid,
-                  owner (thread: kernel TID; page: 0x-prefixed page
+                  owner,run (thread: kernel TID; page: 0x-prefixed page
                   address; segment: global, heap, stack, tls, mmap, lib
                   or unknown; a page that changed owners has a row per
                   owner)
   --json          everything, including every page with its sites and
-                  owner(s), and the allocation sites
+                  owner(s), the allocation sites, each trace's run, the
+                  totals over all traces (merged) and every shared page
   --thread TID    only this thread (kernel TID)
   --top N         pages, functions and variables per thread in tables
                   (default 10; 0: all)
@@ -105,6 +121,7 @@ type reportOpts struct {
 	top       int
 	topSet    bool // --top given
 
+	runs   []string                         // the traces' run names (expandTraces), in order
 	owners map[*trace.Trace]*owner.Resolver // by trace, made on first use
 	names  map[string]string                // demangled names
 }
@@ -142,14 +159,20 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "report", "--top must be >= 0, not %d", o.top)
 	}
 	o.topSet = fs.Changed("top")
+	inputs, err := expandTraces(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
+		return exitFailure
+	}
 	var traces []*trace.Trace
-	for _, path := range fs.Args() {
-		tr, err := loadTrace(path, stderr)
+	for _, in := range inputs {
+		tr, err := loadTrace(in.Path, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
 			return exitFailure
 		}
 		traces = append(traces, tr)
+		o.runs = append(o.runs, in.Run)
 	}
 	traces, lerr := withParents(traces)
 	if lerr != nil {
@@ -183,7 +206,6 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	w := bufio.NewWriter(stdout)
-	var err error
 	switch {
 	case o.blocks:
 		err = reportBlocks(w, traces, &o)
@@ -198,6 +220,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			}
 			reportText(w, tr, &o)
 		}
+		if len(traces) > 1 {
+			reportMerged(w, traces, &o)
+		}
+		reportShared(w, traces, &o)
 	}
 	if err == nil {
 		err = w.Flush()
@@ -543,14 +569,14 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 // ---- CSV ----
 
 var csvHeader = []string{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites",
-	"top_function", "top_insn", "top_symbol", "segment", "object", "pid", "owner"}
+	"top_function", "top_insn", "top_symbol", "segment", "object", "pid", "owner", "run"}
 
 func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
-	for _, tr := range traces {
+	for ti, tr := range traces {
 		res := o.resolver(tr)
 		pid := strconv.FormatUint(uint64(tr.Header.PID), 10)
 		for _, th := range o.threads(tr) {
@@ -563,7 +589,7 @@ func reportCSV(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 						fn, insn, obj = r.top.Function, fmt.Sprintf("%#x", r.top.InsnOff), r.top.Object.Name()
 					}
 					rec := []string{tid, fmt.Sprintf("%#x", p.Addr()), u(v.reads), u(v.writes), u(v.events),
-						u(v.first), u(v.last), strconv.Itoa(r.nsites), fn, insn, r.sym, r.segment, obj, pid, r.owner}
+						u(v.first), u(v.last), strconv.Itoa(r.nsites), fn, insn, r.sym, r.segment, obj, pid, r.owner, o.run(ti)}
 					if err := cw.Write(rec); err != nil {
 						return err
 					}
@@ -636,6 +662,7 @@ type jsonThread struct {
 
 type jsonTrace struct {
 	Path       string         `json:"path"`
+	Run        string         `json:"run"` // the file's name among the report's (hijack report -h)
 	PID        uint32         `json:"pid"`
 	PPID       uint32         `json:"ppid"`
 	ForkChild  bool           `json:"fork_child"`
@@ -678,11 +705,16 @@ type jsonNote struct {
 func reportJSON(w io.Writer, traces []*trace.Trace, o *reportOpts) error {
 	out := struct {
 		Traces []jsonTrace `json:"traces"`
+		// Merged: the totals over all traces; SharedPages: the pages
+		// more than one thread touched, in one process or several
+		Merged      procTotals   `json:"merged"`
+		SharedPages []jsonShared `json:"shared_pages"`
 	}{Traces: []jsonTrace{}}
-	for _, tr := range traces {
+	out.Merged, out.SharedPages = jsonMerged(traces, o)
+	for ti, tr := range traces {
 		h := tr.Header
 		res := o.resolver(tr)
-		jt := jsonTrace{Path: tr.Path, PID: h.PID, PPID: h.PPID, ForkChild: h.Flags&trace.HeaderForked != 0,
+		jt := jsonTrace{Path: tr.Path, Run: o.run(ti), PID: h.PID, PPID: h.PPID, ForkChild: h.Flags&trace.HeaderForked != 0,
 			Program: h.Program, Cmdline: h.Cmdline, StartUnix: h.StartUnix, DurationNS: duration(tr),
 			Complete: tr.End != nil && !tr.WriteError, Truncated: tr.Truncated, Damaged: tr.Damaged, Exec: tr.Exec,
 			Status: status(tr), Warnings: append([]string{}, warnings(tr)...),

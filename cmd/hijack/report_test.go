@@ -68,11 +68,11 @@ func TestReportCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites", "top_function", "top_insn", "top_symbol", "segment", "object", "pid", "owner"},
+		{"thread", "page", "reads", "writes", "events", "first_ns", "last_ns", "sites", "top_function", "top_insn", "top_symbol", "segment", "object", "pid", "owner", "run"},
 		// a trace without mappings (format before 1.3): owners only from the operands
-		{"4242", "0x55550000", "10", "0", "10", "10", "90", "1", "main", "0x1c", "", "unknown", "app.o", "4242", "unknown"},
-		{"4242", "0x55551000", "1", "2", "3", "20", "30", "2", "sum, total", "0x40", "table", "global", "app.o", "4242", "table"},
-		{"4250", "0x7ffd0000", "4", "4", "4", "41", "60", "1", "sum, total", "0x48", "", "stack", "app.o", "4242", "unknown"},
+		{"4242", "0x55550000", "10", "0", "10", "10", "90", "1", "main", "0x1c", "", "unknown", "app.o", "4242", "unknown", "app"},
+		{"4242", "0x55551000", "1", "2", "3", "20", "30", "2", "sum, total", "0x40", "table", "global", "app.o", "4242", "table", "app"},
+		{"4250", "0x7ffd0000", "4", "4", "4", "41", "60", "1", "sum, total", "0x48", "", "stack", "app.o", "4242", "unknown", "app"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows:\n%s", len(rows), out)
