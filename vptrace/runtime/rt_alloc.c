@@ -121,7 +121,9 @@ struct abuf {
 	uint64_t used;      /* bytes of records; the owner publishes with a release store */
 	uint64_t serial;    /* the owner's (0 until its first event) */
 	uint64_t lost;      /* the owner's lost records, cumulative */
-	uint64_t pad[2];
+	uint32_t nrec;      /* records in data[0:used] (the owner's count) */
+	uint32_t pad1;
+	uint64_t pad[1];
 	uint8_t data[];     /* at ABUF_HDR */
 };
 _Static_assert(offsetof(struct abuf, data) == ABUF_HDR, "abuf header");
@@ -157,6 +159,7 @@ static const char *const nx_names[N_COUNT] = {
 static void *nx[N_COUNT];
 static int nx_done;
 static size_t (*nx_usable)(void *); /* the next malloc's malloc_usable_size, or NULL */
+static int glibc_sizes;             /* the next malloc is glibc's: its chunk headers tell */
 
 /* libc's own names: what the next definition is when dlsym has none (a
  * static link) */
@@ -359,6 +362,19 @@ static size_t (*usable_of(void *m))(void *)
 	return (size_t (*)(void *))u;
 }
 
+/* valgrind's RUNNING_ON_VALGRIND client request (valgrind.h, amd64): a
+ * no-op sequence natively, which valgrind answers */
+static unsigned long on_valgrind(void)
+{
+	volatile unsigned long req[6] = {0x1001, 0, 0, 0, 0, 0};
+	unsigned long r = 0;
+	__asm__ volatile("rolq $3, %%rdi; rolq $13, %%rdi\n\trolq $61, %%rdi; rolq $51, %%rdi\n\txchgq %%rbx, %%rbx"
+			 : "=d"(r)
+			 : "a"(&req[0]), "0"(r)
+			 : "cc", "memory");
+	return r;
+}
+
 /* Resolve the next functions (on each thread that finds them unresolved:
  * no thread waits for another). */
 static void resolve(void)
@@ -376,6 +392,7 @@ static void resolve(void)
 		STORER(&nx[i], p);
 	}
 	STORER(&nx_usable, usable_of(nx[N_MALLOC]));
+	STORE(&glibc_sizes, nx[N_MALLOC] == (void *)__libc_malloc && !on_valgrind());
 	STORE(&nx_done, 1);
 	a->flags &= ~AT_RESOLVE;
 	errno = e;
@@ -433,12 +450,15 @@ static uint32_t count_records(const uint8_t *d, uint64_t n, uint64_t *whole)
 	return k;
 }
 
-static void allocs_chunk(uint64_t serial, uint32_t tid, uint32_t flags, uint64_t lost, const uint8_t *recs, uint64_t n)
+/* An ALLOCS chunk of the records recs[0:n) (k of them; ~0u: count them). */
+static void allocs_chunk(uint64_t serial, uint32_t tid, uint32_t flags, uint64_t lost, const uint8_t *recs, uint64_t n,
+			 uint32_t k)
 {
 	uint8_t fix[40];
 	struct iovec iov[3];
-	uint64_t whole;
-	uint32_t k = count_records(recs, n, &whole);
+	uint64_t whole = n;
+	if (k == ~0u)
+		k = count_records(recs, n, &whole);
 	put64(fix, serial);
 	put32(fix + 8, tid);
 	put32(fix + 12, flags);
@@ -500,7 +520,9 @@ static int flush_own(struct abuf *b, uint32_t flags)
 	}
 	old = claim_close(b);
 	if (w && ((uint32_t)old < used || (flags && b->lost)))
-		allocs_chunk(b->serial, b->tid, flags, b->lost, b->data + (uint32_t)old, used - (uint32_t)old);
+		allocs_chunk(b->serial, b->tid, flags, b->lost, b->data + (uint32_t)old, used - (uint32_t)old,
+			     (uint32_t)old == 0 ? b->nrec : ~0u);
+	b->nrec = 0;
 	STORE(&b->used, 0);
 	claim_reopen(b, old);
 	errno = e;
@@ -527,7 +549,7 @@ static void steal(struct abuf *b)
 		lost = LOAD(&b->lost);
 		if (whole == 0 || !CAS(&b->claim, &c, (c & ~0xffffffffull) | (from + whole)))
 			continue;
-		allocs_chunk(serial, tid, 0, lost, copy, whole);
+		allocs_chunk(serial, tid, 0, lost, copy, whole, ~0u);
 		return;
 	}
 }
@@ -630,7 +652,7 @@ static void record(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr
 		uint8_t one[REC_FIXED + REC_PATH];
 		put_record(one, seq, kind, addr, size, old, site, flags, prot, path, plen);
 		if (can_write())
-			allocs_chunk((vpt_t.flags & VTF_SETUP) ? vpt_t.serial : 0, sys_gettid(), VPTRACE_ALLOCS_FINAL, a->lost, one, n);
+			allocs_chunk((vpt_t.flags & VTF_SETUP) ? vpt_t.serial : 0, sys_gettid(), VPTRACE_ALLOCS_FINAL, a->lost, one, n, 1);
 		goto out;
 	}
 	b = a->buf;
@@ -649,11 +671,42 @@ static void record(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr
 	put_record(b->data + used, seq, kind, addr, size, old, site, flags, prot, path, plen);
 	if (UNLIKELY(b->serial != vpt_t.serial) && (vpt_t.flags & VTF_SETUP))
 		STORE(&b->serial, vpt_t.serial);
+	b->nrec++;
 	STORER(&b->used, used + n);
 	if (UNLIKELY(LOAD(&afinal)))
 		flush_own(b, 0); /* after the exit flush: written through */
 out:
 	a->flags &= ~AT_APPEND;
+}
+
+/* One record without a path: appended inline when nothing is special
+ * (the thread has a buffer with room and is not appending already, no
+ * exit flush ran, its serial is known to the buffer), else by record. */
+#define BARRIER() __asm__ volatile("" ::: "memory")
+static inline __attribute__((always_inline)) void record_blk(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr,
+							    uint64_t size, uint64_t old, uint64_t site)
+{
+	struct abuf *b = a->buf;
+	if (__builtin_expect(b != NULL && !(a->flags & (AT_APPEND | AT_EXITED)), 1)) {
+		/* (the flag before reading used: a signal handler's record
+		 * in between would be written over) */
+		a->flags |= AT_APPEND;
+		BARRIER();
+		uint64_t used = b->used;
+		if (__builtin_expect(used + REC_FIXED <= ABUF_CAP && !LOAD(&afinal) &&
+					     (b->serial == vpt_t.serial || !(vpt_t.flags & VTF_SETUP)),
+				     1)) {
+			put_record(b->data + used, seq, kind, addr, size, old, site, 0, 0, NULL, 0);
+			b->nrec++;
+			STORER(&b->used, used + REC_FIXED);
+			BARRIER();
+			a->flags &= ~AT_APPEND;
+			return;
+		}
+		BARRIER();
+		a->flags &= ~AT_APPEND;
+	}
+	record(a, seq, kind, addr, size, old, site, 0, 0, NULL, 0);
 }
 
 /* Releases: a block of size bytes at addr is released. When it covers a
@@ -694,10 +747,23 @@ uint32_t vpt_cuts_take(uint64_t *tail, uint64_t *out, uint32_t max)
 	return n;
 }
 
+/* A released block's size, when it matters: the trace runs and some
+ * instrumented object records events. glibc's from its chunk header
+ * (the size before the block, less the header; an mmap'd chunk's less
+ * two words: at most 8 bytes short), without a call (not under valgrind,
+ * whose blocks have no such header); another allocator's from its
+ * malloc_usable_size. */
 static inline size_t usable(void *p)
 {
+	if (LOAD(&vrt_init_state) != ST_READY || !LOAD(&vpt_nobjs))
+		return 0;
+	if (LOAD(&glibc_sizes)) {
+		size_t h;
+		__builtin_memcpy(&h, (const char *)p - 8, 8);
+		return (h & ~(size_t)7) - 16;
+	}
 	size_t (*u)(void *) = LOADA(&nx_usable);
-	return u && LOAD(&vrt_init_state) == ST_READY ? u(p) : 0;
+	return u ? u(p) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -729,7 +795,7 @@ INTERPOSE void *malloc(size_t n)
 	void *p = NX(N_MALLOC, malloc_fn)(n);
 	a->depth--;
 	if (p)
-		record(a, next_seq(), AK_MALLOC, (uint64_t)(uintptr_t)p, n, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), AK_MALLOC, (uint64_t)(uintptr_t)p, n, 0, ra);
 	return p;
 }
 
@@ -748,7 +814,7 @@ INTERPOSE void free(void *p)
 	a->depth++;
 	NX(N_FREE, free_fn)(p);
 	a->depth--;
-	record(a, seq, AK_FREE, (uint64_t)(uintptr_t)p, 0, 0, ra, 0, 0, NULL, 0);
+	record_blk(a, seq, AK_FREE, (uint64_t)(uintptr_t)p, 0, 0, ra);
 	if (sz >= 4096)
 		released((uint64_t)(uintptr_t)p, sz);
 }
@@ -768,7 +834,7 @@ INTERPOSE void *calloc(size_t n, size_t size)
 	void *p = NX(N_CALLOC, calloc_fn)(n, size);
 	a->depth--;
 	if (p)
-		record(a, next_seq(), AK_CALLOC, (uint64_t)(uintptr_t)p, (uint64_t)n * size, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), AK_CALLOC, (uint64_t)(uintptr_t)p, (uint64_t)n * size, 0, ra);
 	return p;
 }
 
@@ -797,12 +863,12 @@ static void *realloc_common(struct athread *a, void *p, size_t n, uint16_t kind,
 	a->depth--;
 	uint64_t bytes = array ? (uint64_t)m * n : n;
 	if (q) {
-		record(a, seq, kind, (uint64_t)(uintptr_t)q, bytes, (uint64_t)(uintptr_t)p, ra, 0, 0, NULL, 0);
+		record_blk(a, seq, kind, (uint64_t)(uintptr_t)q, bytes, (uint64_t)(uintptr_t)p, ra);
 		if (p && q != p && oldsz >= 4096)
 			released((uint64_t)(uintptr_t)p, oldsz);
 	} else if (p && bytes == 0) {
 		/* realloc(p, 0) that freed p (glibc) */
-		record(a, seq, kind, 0, 0, (uint64_t)(uintptr_t)p, ra, 0, 0, NULL, 0);
+		record_blk(a, seq, kind, 0, 0, (uint64_t)(uintptr_t)p, ra);
 		if (oldsz >= 4096)
 			released((uint64_t)(uintptr_t)p, oldsz);
 	}
@@ -866,7 +932,7 @@ static void *aligned_common(struct athread *a, int which, uint16_t kind, size_t 
 		return p;
 	a->depth--;
 	if (p)
-		record(a, next_seq(), kind, (uint64_t)(uintptr_t)p, n, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), kind, (uint64_t)(uintptr_t)p, n, 0, ra);
 	return p;
 }
 
@@ -927,7 +993,7 @@ INTERPOSE int posix_memalign(void **out, size_t align, size_t n)
 	int r = f(out, align, n);
 	a->depth--;
 	if (r == 0)
-		record(a, next_seq(), AK_POSIX_MEMALIGN, (uint64_t)(uintptr_t)*out, n, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), AK_POSIX_MEMALIGN, (uint64_t)(uintptr_t)*out, n, 0, ra);
 	return r;
 }
 
@@ -971,7 +1037,7 @@ INTERPOSE char *strdup(const char *s)
 		return d;
 	a->depth--;
 	if (d)
-		record(a, next_seq(), AK_STRDUP, (uint64_t)(uintptr_t)d, len + 1, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), AK_STRDUP, (uint64_t)(uintptr_t)d, len + 1, 0, ra);
 	return d;
 }
 
@@ -998,7 +1064,7 @@ INTERPOSE char *strndup(const char *s, size_t max)
 		return d;
 	a->depth--;
 	if (d)
-		record(a, next_seq(), AK_STRNDUP, (uint64_t)(uintptr_t)d, len + 1, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), AK_STRNDUP, (uint64_t)(uintptr_t)d, len + 1, 0, ra);
 	return d;
 }
 
@@ -1061,7 +1127,7 @@ INTERPOSE int munmap(void *addr, size_t len)
 	int r = NX(N_MUNMAP, munmap_fn)(addr, len);
 	a->depth--;
 	if (r == 0) {
-		record(a, seq, AK_MUNMAP, (uint64_t)(uintptr_t)addr, len, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, seq, AK_MUNMAP, (uint64_t)(uintptr_t)addr, len, 0, ra);
 		released((uint64_t)(uintptr_t)addr, len);
 	}
 	return r;
@@ -1158,7 +1224,7 @@ static void *new_common(int nt, int th, uint16_t kind, size_t n, size_t align, i
 		p = g ? (align ? ((new_al_fn)g)(n, align) : ((new_fn)g)(n)) : new_fallback(n, align, 0);
 	}
 	if (p)
-		record(a, next_seq(), kind, (uint64_t)(uintptr_t)p, n, 0, ra, 0, 0, NULL, 0);
+		record_blk(a, next_seq(), kind, (uint64_t)(uintptr_t)p, n, 0, ra);
 	return p;
 }
 
@@ -1228,7 +1294,7 @@ static void del_common(int i, int plain, int shape, uint16_t kind, void *p, size
 	a->depth++;
 	del_call(i, plain, shape, p, size, align);
 	a->depth--;
-	record(a, seq, kind, (uint64_t)(uintptr_t)p, 0, 0, ra, 0, 0, NULL, 0);
+	record_blk(a, seq, kind, (uint64_t)(uintptr_t)p, 0, 0, ra);
 	if (sz >= 4096)
 		released((uint64_t)(uintptr_t)p, sz);
 }
@@ -1352,6 +1418,7 @@ HIDDEN void vrt_alloc_child(void)
 	for (struct abuf *b = LOADA(&abufs); b; b = b->next) {
 		uint64_t old = LOAD(&b->claim) & ~(uint64_t)VPT_CLAIM_CLOSED;
 		STORE(&b->used, 0);
+		b->nrec = 0;
 		STORE(&b->lost, 0);
 		STORE(&b->serial, 0);
 		claim_reopen(b, old);
@@ -1433,8 +1500,10 @@ __attribute__((constructor(101))) static void alloc_init(void)
 	else if (!probe())
 		STORE(&aeffect, 0), STORE(&aoff, 1);
 	if (LOAD(&aoff)) {
-		for (struct abuf *b = LOADA(&abufs); b; b = b->next)
+		for (struct abuf *b = LOADA(&abufs); b; b = b->next) {
 			STORE(&b->used, 0);
+			b->nrec = 0;
+		}
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
 	a->depth--;
