@@ -3,7 +3,7 @@
 # workloads of vptrace/testdata/workloads (and the PCS simulation of the
 # vptracer thesis, `pcs`).
 #
-#   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-k] [WORKLOAD...]
+#   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-c] [-k] [WORKLOAD...]
 #
 # For each workload the kernel object is compiled with CFLAGS (default -O2),
 # linked plain, linked with the runtime but not instrumented (`base`:
@@ -15,26 +15,32 @@
 # the median wall time of each configuration, the ratios instrumented/base
 # (the instrumentation's cost: what the targets are about) and T0/plain (what
 # a user sees), and the geometric means of the ratios over the workloads.
+# With -c the figures are CPU time (user + system, all threads: perf stat's
+# task-clock) instead of wall time: steadier on a machine other jobs share
+# (the cost of the instrumentation is CPU work in every thread).
 # Extra columns:
 #   off    the T=0 build with VPTRACE=off, over base: the inline page checks
 #          and the calls into the runtime, which then discards the events
-#          (the cost of the instrumented code alone, without recording)
+#          (the cost of the instrumented code alone, without recording; the
+#          inline cache probes always miss then: nothing fills the cache)
 #   events events the T=0 run recorded (from `hijack report`), and per second
 #          of plain run time; pages: (thread, page) pairs
 #
 # Environment: HIJACK (default bin/hijack), VPTRACE_LIB (default: the
 # libvptrace.a next to HIJACK, else bin/libvptrace.a), CC (default gcc),
 # BENCH_DIR (default .cache/bench-vptrace). Needs: gcc, the rewriter and the
-# runtime (make build; vptrace/runtime/build.sh).
+# runtime (make build; vptrace/runtime/build.sh); perf for -c.
 set -euo pipefail
 
 runs=7
 opt="-O2"
 keep=0
-while getopts "n:O:kh" o; do
+metric=wall
+while getopts "n:O:ckh" o; do
 	case $o in
 	n) runs=$OPTARG ;;
 	O) opt=$OPTARG ;;
+	c) metric=cpu ;;
 	k) keep=1 ;;
 	*) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 2 ;;
 	esac
@@ -75,7 +81,7 @@ build() {
 	done
 }
 
-echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs runs each, median wall time"
+echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs runs each, median $metric time"
 echo "rewriter $HIJACK, runtime $VPTRACE_LIB"
 echo
 printf '%-10s %7s %7s %7s %7s %7s %7s %7s %7s %7s %11s %9s %8s\n' \
@@ -105,13 +111,19 @@ for name in "${names[@]}"; do
 			off) cmd=("$w/T0") env=(VPTRACE=off) ;;
 			*) cmd=("$w/$c") env=(VPTRACE_OUT="$w/$c.vpt") && rm -f "$w/$c.vpt" ;;
 			esac
-			s=$(now)
-			env "${env[@]}" "${cmd[@]}" "${args[@]}" >/dev/null
-			e=$(now)
-			echo "$c $(((e - s) / 1000))" >>"$w/times"
+			if [[ $metric == cpu ]]; then
+				# task-clock: CPU time of every thread, in ms
+				perf stat -x, -e task-clock -o "$w/time1" env "${env[@]}" "${cmd[@]}" "${args[@]}" >/dev/null
+				echo "$c $(awk -F, '$3=="task-clock"{print $1/1000}' "$w/time1")" >>"$w/times"
+			else
+				s=$(now)
+				env "${env[@]}" "${cmd[@]}" "${args[@]}" >/dev/null
+				e=$(now)
+				echo "$c $(((e - s) / 1000000000)).$(printf '%09d' $(((e - s) % 1000000000)))" >>"$w/times"
+			fi
 		done
 	done
-	med() { awk -v c="$1" '$1==c{print $2/1e6}' "$w/times" | median; }
+	med() { awk -v c="$1" '$1==c{print $2}' "$w/times" | median; }
 	p=$(med plain) b=$(med base) t0=$(med T0) t1=$(med T1) off=$(med off)
 	# events and (thread, page) pairs of the last T0 run, from the report's summary line
 	sum=$("$HIJACK" report "$w/T0.vpt" 2>/dev/null | grep -m1 ' events' || true)
