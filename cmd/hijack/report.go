@@ -84,6 +84,16 @@ runtimes before format 1.3 name only globals their instructions named.
                   (default 10; 0: all)
   --heatmap FILE  pages x time image (.png or .svg), per --thread or all,
                   --kind reads|writes|all (hijack report --heatmap x.png -h)
+  --perfetto FILE  a timeline of the traces in FILE (Chrome trace event
+                  JSON: ui.perfetto.dev, trace_processor, chrome://tracing
+                  open it): a process per trace, per thread counter tracks
+                  of each interval's working set (distinct pages), pages
+                  touched (events), reads and writes; instant events for
+                  notes (vptrace_note), warnings, fork, exec, thread start
+                  and exit. Times are microseconds since the earliest
+                  trace start (fork children and runs line up). Each file
+                  is read once, keeping a few numbers per thread and
+                  interval, never the pages
   --parquet DIR   the traces as a Parquet dataset in DIR: tables pages (a
                   row per thread, page and interval), threads, sites,
                   allocations, regions, notes and runs, partitioned by run;
@@ -118,6 +128,7 @@ type reportOpts struct {
 	csv, json bool
 	blocks    bool  // --blocks: block counts
 	thread    int64 // -1: all
+	perfetto  string // --perfetto FILE
 	top       int
 	topSet    bool // --top given
 
@@ -141,6 +152,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.thread, "thread", -1, "only this kernel TID")
 	fs.IntVar(&o.top, "top", 10, "rows per table")
 	fs.BoolVar(&o.blocks, "blocks", false, "block counts (blockcount preset)")
+	fs.StringVar(&o.perfetto, "perfetto", "", "timeline (Chrome trace event JSON) to FILE")
 	help := fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(reportSingleDash(args)); err != nil {
 		return usageError(stderr, "report", "%v", err)
@@ -155,6 +167,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if o.csv && o.json {
 		return usageError(stderr, "report", "--csv and --json exclude each other")
 	}
+	if o.perfetto != "" && (o.csv || o.json || o.blocks) {
+		return usageError(stderr, "report", "--perfetto excludes --csv, --json and --blocks")
+	}
 	if o.top < 0 {
 		return usageError(stderr, "report", "--top must be >= 0, not %d", o.top)
 	}
@@ -163,6 +178,13 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "hijack: %s\n", oneLine(err.Error()))
 		return exitFailure
+	}
+	if o.perfetto != "" {
+		if err := reportPerfetto(o.perfetto, inputs, &o, stderr); err != nil {
+			fmt.Fprintf(stderr, "hijack: report --perfetto: %s\n", oneLine(err.Error()))
+			return exitFailure
+		}
+		return exitOK
 	}
 	var traces []*trace.Trace
 	for _, in := range inputs {
@@ -305,7 +327,7 @@ func warnings(tr *trace.Trace) []string {
 func reportSingleDash(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		for _, long := range []string{"csv", "json", "thread", "top", "blocks", "help"} {
+		for _, long := range []string{"csv", "json", "thread", "top", "blocks", "perfetto", "help"} {
 			if a == "-"+long || strings.HasPrefix(a, "-"+long+"=") {
 				a = "-" + a
 			}
