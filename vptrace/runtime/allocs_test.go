@@ -527,6 +527,27 @@ func TestAllocFork(t *testing.T) {
 	}
 }
 
+// TestAllocExec: before an exec the image's allocations go to its file;
+// the new image's to a file of its own, which starts with its mappings.
+func TestAllocExec(t *testing.T) {
+	bin := allocBin(t, "allocs.c", "so")
+	r, c, _ := allocRun(t, bin, nil, "exec")
+	if c.end == nil || c.end.Flags&trace.EndExec == 0 {
+		t.Errorf("END %+v: want EXEC", c.end)
+	}
+	xexp, other := outLines(t, r.stdout, "X")
+	if len(xexp) != 2 || len(other["BX"]) != 1 {
+		t.Fatalf("X lines %v, BX %v", xexp, other["BX"])
+	}
+	next := pidName(r.trace, int(c.pidOf(r)))
+	xc := readChunks(t, next)
+	syms := loadSymbols(t, bin, hexArg(t, other["BX"][0][0]))
+	checkAllocs(t, xc, syms, xexp, map[uint32]bool{c.pidOf(r): true})
+	if len(xc.maps) == 0 || xc.maps[0].Why != trace.MapsStart {
+		t.Errorf("the exec'd image's trace has no MAPS START")
+	}
+}
+
 // TestAllocReuse: freeing a block that covers whole pages moves the
 // recent-page cache epoch on (a page read before is recorded again after)
 // and cuts the aggregates there (the page's two events in two intervals).

@@ -470,6 +470,7 @@ extern HIDDEN int vrt_alloc_pending(void);           /* records wait in some buf
 /* rt_maps.c */
 extern HIDDEN void vrt_maps_chunk(uint32_t why);     /* a /proc/self/maps snapshot */
 extern HIDDEN void vrt_maps_check(void);             /* one if objects were loaded or unloaded */
+extern HIDDEN void vrt_maps_child(void);             /* a fork child: no snapshot in progress */
 extern HIDDEN uint32_t vrt_thread_ranges(uint64_t *stack_lo, uint64_t *stack_hi, uint64_t *tls, uint32_t cap);
 #endif /* VPT_RT_C */
 #endif

@@ -1431,6 +1431,7 @@ HIDDEN void vrt_alloc_child(void)
 	a->flags &= ~AT_APPEND;
 	STORE(&afinal, 0);
 	STORE(&steal_lock, 0);
+	vrt_maps_child();
 }
 
 static void atfork_child(void)

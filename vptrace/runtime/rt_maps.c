@@ -205,6 +205,12 @@ static void snapshot(uint32_t why)
 	vrt_write_chunk(CH_MAPS, iov, 2);
 }
 
+/* A fork child: a snapshot another thread was taking is not going on. */
+HIDDEN void vrt_maps_child(void)
+{
+	STORE(&maps_lock, 0);
+}
+
 /* A MAPS chunk: the mappings now, and why. */
 HIDDEN void vrt_maps_chunk(uint32_t why)
 {

@@ -11,7 +11,8 @@
  *     T <tid> <stack addr> <tls addr>           the thread's THREAD chunk ranges hold them
  *     C <pid>                                   a fork child (its trace: F lines)
  *     S <count>                                 handler calls (scenario signals)
- * (F: an A line of a fork child.) Linked with sites.S, whose functions
+ * (F: an A line of a fork child; X one of the image an exec started, whose
+ * main is on the BX line.) Linked with sites.S, whose functions
  * record events (a thread's first event writes its THREAD chunk).
  *
  *     allocs SCENARIO
@@ -355,11 +356,35 @@ static int signals(void)
 	return 0;
 }
 
+/* exec: what the image allocated before is in its file, the new image's
+ * in a file of its own (X lines, its load base on the BX line) */
+static int exectest(const char *self)
+{
+	char *a = f_malloc(333);
+	E("malloc", f_malloc, a, 333, 0);
+	print_lines();
+	nlines = 0;
+	execl(self, self, "execd", (char *)NULL);
+	perror("execl");
+	return 1;
+}
+
+static int execd(void)
+{
+	char *b = f_malloc(444);
+	E("malloc", f_malloc, b, 444, 0);
+	f_free(b);
+	E("free", f_free, b, 0, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "kinds";
 	int r = 0;
-	line("B %lx", (unsigned long)(uintptr_t)main);
+	if (!strcmp(s, "execd"))
+		tag = 'X';
+	line("%s %lx", tag == 'X' ? "BX" : "B", (unsigned long)(uintptr_t)main);
 	if (!strcmp(s, "kinds"))
 		r = kinds();
 	else if (!strcmp(s, "threads"))
@@ -376,6 +401,10 @@ int main(int argc, char **argv)
 		r = dlopentest(argc > 2 ? argv[2] : "libz.so.1");
 	else if (!strcmp(s, "signals"))
 		r = signals();
+	else if (!strcmp(s, "exec"))
+		r = exectest("/proc/self/exe");
+	else if (!strcmp(s, "execd"))
+		r = execd();
 	else {
 		fprintf(stderr, "unknown scenario %s\n", s);
 		return 2;
