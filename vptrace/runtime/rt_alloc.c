@@ -193,7 +193,16 @@ typedef void (*del_sz_al_fn)(void *, size_t, size_t);
 typedef void (*del_nt_fn)(void *, const void *);
 typedef void (*del_al_nt_fn)(void *, size_t, const void *);
 
-#define NX(i, type) ((type)LOADA(&nx[i]))
+static void *fallback_of(int i);
+
+/* the next function i; before the first resolution has stored it (a
+ * call dlsym makes while it resolves), libc's own */
+static inline void *nx_get(int i)
+{
+	void *p = LOADA(&nx[i]);
+	return __builtin_expect(p != NULL, 1) ? p : fallback_of(i);
+}
+#define NX(i, type) ((type)nx_get(i))
 
 static void *sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -232,6 +241,8 @@ static void *sys_mremap(void *old, size_t oldlen, size_t len, int flags, ...)
 
 static void *fallback_of(int i)
 {
+	/* (N_REALLOCARRAY, N_POSIX_MEMALIGN, N_STRDUP, N_STRNDUP: done here on
+	 * the others, by their callers) */
 	switch (i) {
 	case N_MALLOC: return (void *)__libc_malloc;
 	case N_FREE: return (void *)__libc_free;
@@ -882,8 +893,8 @@ INTERPOSE void *realloc(void *p, size_t n)
 		STORE(&probe_hit, 1);
 	if (UNLIKELY(p && in_arena(p)))
 		return arena_realloc(a, p, n);
-	if (UNLIKELY(a->flags & AT_RESOLVE))
-		return p ? NULL : arena_alloc(n, 16);
+	if (UNLIKELY(a->flags & AT_RESOLVE) && !p)
+		return arena_alloc(n, 16);
 	return realloc_common(a, p, n, AK_REALLOC, RA(), 0, 0);
 }
 
@@ -910,8 +921,13 @@ INTERPOSE void *reallocarray(void *p, size_t m, size_t n)
 		}
 		return arena_realloc(a, p, m * n);
 	}
-	if (UNLIKELY(a->flags & AT_RESOLVE))
-		return NULL;
+	if (UNLIKELY(a->flags & AT_RESOLVE) && !p) {
+		if (n && m > SIZE_MAX / n) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return arena_alloc(m * n, 16);
+	}
 	return realloc_common(a, p, n, AK_REALLOCARRAY, RA(), 1, m);
 }
 
