@@ -116,10 +116,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer db.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var res *query.Result
 	if sql == "" {
-		sql = schemaSQL(db.Tables)
+		res, err = db.Schema(ctx)
+	} else {
+		res, err = db.Query(ctx, sql)
 	}
-	res, err := db.Query(ctx, sql)
 	if err != nil {
 		fmt.Fprintf(stderr, "hijack: query: %s\n", oneLine(err.Error()))
 		return 1
@@ -141,15 +143,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// schemaSQL lists the views' columns and types.
-func schemaSQL(tables []string) string {
-	var parts []string
-	for i, t := range tables {
-		parts = append(parts, fmt.Sprintf("SELECT %d AS t, row_number() OVER () AS n, '%s' AS \"table\", column_name AS \"column\", column_type AS \"type\" FROM (DESCRIBE %s)", i, t, t))
-	}
-	return "SELECT \"table\", \"column\", \"type\" FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY t, n"
 }
 
 func usageError(stderr io.Writer, format string, a ...any) int {

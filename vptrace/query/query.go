@@ -22,7 +22,10 @@ type DB struct {
 	db     *sql.DB
 	conn   *duckdb.Connector
 	tmp    string
-	Tables []string // the views made: the tables with files in the dataset
+	Tables []string // the tables with files in the dataset: the views
+
+	files map[string][]string // by table
+	made  map[string]bool     // views made: true with union_by_name
 }
 
 // Open opens the dataset in dir. A dataset without any table is an
@@ -51,31 +54,89 @@ func Open(dir string) (*DB, error) {
 		"SET autoinstall_known_extensions = false",
 		"SET temp_directory = " + quote(tmp), // spills, if any, not in the working directory
 	}
+	for _, s := range setup {
+		if _, err := d.db.Exec(s); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("duckdb: %w", err)
+		}
+	}
+	d.files, d.made = map[string][]string{}, map[string]bool{}
 	for _, table := range dataset.Tables {
 		files, err := filepath.Glob(filepath.Join(dir, table, "run=*", "*.parquet"))
 		if err != nil || len(files) == 0 {
 			continue
 		}
 		sort.Strings(files)
-		list := make([]string, len(files))
-		for i, f := range files {
-			list[i] = quote(f)
-		}
-		setup = append(setup, fmt.Sprintf("CREATE VIEW %s AS SELECT run, * EXCLUDE (run) FROM read_parquet([%s], hive_partitioning = true, hive_types = {'run': VARCHAR}, union_by_name = true)",
-			table, strings.Join(list, ", ")))
+		d.files[table] = files
 		d.Tables = append(d.Tables, table)
-	}
-	for _, s := range setup {
-		if _, err := d.db.Exec(s); err != nil {
-			d.Close()
-			return nil, fmt.Errorf("%s: %w", dir, err)
-		}
 	}
 	if len(d.Tables) == 0 {
 		d.Close()
 		return nil, fmt.Errorf("%s: no Parquet dataset here (no TABLE/run=NAME/*.parquet: hijack report --parquet %s TRACE... writes one)", dir, dir)
 	}
 	return d, nil
+}
+
+// views makes the views of the tables sql names (all with all). A view
+// reads its files (explicit paths: a directory's name may hold glob
+// characters) with the first file's schema; with union, by the union of
+// the files' columns, which reads every file's footer first (a dataset of
+// thousands of runs: seconds) and is only needed when the files differ (a
+// dataset written by two versions of hijack).
+func (d *DB) views(sql string, all, union bool) error {
+	for _, table := range d.Tables {
+		if made, ok := d.made[table]; ok && (made || !union) {
+			continue
+		}
+		if !all && !mentions(sql, table) {
+			continue
+		}
+		list := make([]string, len(d.files[table]))
+		for i, f := range d.files[table] {
+			list[i] = quote(f)
+		}
+		q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT run, * EXCLUDE (run) FROM read_parquet([%s], hive_partitioning = true, hive_types = {'run': VARCHAR}, union_by_name = %t)",
+			table, strings.Join(list, ", "), union)
+		if _, err := d.db.Exec(q); err != nil {
+			return fmt.Errorf("the %s table: %w", table, err)
+		}
+		d.made[table] = union
+	}
+	return nil
+}
+
+// mentions reports whether sql has the word name (any case): a view to
+// make. A word in a string or a comment makes one too many, no harm.
+func mentions(sql, name string) bool {
+	s := strings.ToLower(sql)
+	for i := 0; ; {
+		k := strings.Index(s[i:], name)
+		if k < 0 {
+			return false
+		}
+		k += i
+		end := k + len(name)
+		if (k == 0 || !wordByte(s[k-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		i = k + 1
+	}
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// Schema lists the tables' columns and types.
+func (d *DB) Schema(ctx context.Context) (*Result, error) {
+	if err := d.views("", true, false); err != nil {
+		return nil, err
+	}
+	var parts []string
+	for i, t := range d.Tables {
+		parts = append(parts, fmt.Sprintf(`SELECT %d AS t, row_number() OVER () AS n, '%s' AS "table", column_name AS "column", column_type AS "type" FROM (DESCRIBE %s)`, i, t, t))
+	}
+	return d.Query(ctx, `SELECT "table", "column", "type" FROM (`+strings.Join(parts, " UNION ALL ")+") ORDER BY t, n")
 }
 
 // Close closes the database.
@@ -101,7 +162,17 @@ type Result struct {
 // Query runs sql (several statements: the last one's result) and returns
 // its result.
 func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
+	if err := d.views(sql, false, false); err != nil {
+		return nil, err
+	}
 	res, err := d.query(ctx, sql)
+	if err != nil && schemaError(err) {
+		// files of different schemas: a column the first file lacks
+		if err := d.views(sql, false, true); err != nil {
+			return nil, err
+		}
+		res, err = d.query(ctx, sql)
+	}
 	var scan *scanError
 	if errors.As(err, &scan) {
 		// a type database/sql cannot scan (a MAP with BLOB keys): the
@@ -112,6 +183,15 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 		return nil, scan.err
 	}
 	return res, err
+}
+
+// schemaError reports whether err may come from files of different
+// schemas read with the first one's: DuckDB suggests union_by_name (a
+// later file lacks a column), or a column is not found (the first file
+// lacks it; or there is no such column: the retry says so again).
+func schemaError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "union_by_name") || strings.Contains(msg, "Binder Error") && strings.Contains(msg, "not found")
 }
 
 type scanError struct{ err error }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"hijack/internal/tracegen"
 	"hijack/vptrace/dataset"
 	"hijack/vptrace/trace"
@@ -234,5 +236,61 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "no Parquet dataset here") {
 		t.Errorf("an empty directory: %v", err)
+	}
+}
+
+// TestSchemas: a dataset whose runs were written by different versions
+// (a column missing in one run's files) is read with the union of the
+// columns, the missing ones NULL; views are made for the tables a query
+// names.
+func TestSchemas(t *testing.T) {
+	for _, oldRun := range []string{"aaa-old", "zzz-old"} { // the old files first, last
+		t.Run(oldRun, func(t *testing.T) { testSchemas(t, oldRun) })
+	}
+}
+
+func testSchemas(t *testing.T, oldRun string) {
+	dir := t.TempDir()
+	out := export(t, dir, map[string]func(*bytes.Buffer){
+		"new": synthetic(tracegen.Config{Seed: 1, PID: 7, Threads: 1, Intervals: 2, Pages: 3, Working: 4}),
+	})
+	// an "old" run, sorted first, whose pages lack thread_name
+	type oldRow struct {
+		PID    int32  `parquet:"pid"`
+		Thread int32  `parquet:"thread"`
+		Page   uint64 `parquet:"page"`
+		Events int64  `parquet:"events"`
+	}
+	old := filepath.Join(out, dataset.PartitionDir("pages", oldRun))
+	os.MkdirAll(old, 0o755)
+	if err := parquet.WriteFile(filepath.Join(old, "part-0.parquet"), []oldRow{{1, 1, 0x1000, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := csvOf(t, mustQuery(t, db, `SELECT run = 'new' AS new, count(*) AS n, count(thread_name) AS named, sum(events) > 0 AS ev FROM pages GROUP BY ALL ORDER BY ALL`))
+	if want := "new,n,named,ev\nfalse,1,0,true\ntrue,6,6,true\n"; got != want {
+		t.Errorf("union of schemas:\n%s\nwant\n%s", got, want)
+	}
+	if !db.made["pages"] || len(db.made) != 1 {
+		t.Errorf("views made: %v, want pages (with union_by_name) only", db.made)
+	}
+	for _, c := range []struct {
+		sql, name string
+		want      bool
+	}{
+		{"SELECT * FROM pages", "pages", true},
+		{"select * from Pages p", "pages", true},
+		{"SELECT * FROM my_pages", "pages", false},
+		{"SELECT pages_x FROM t", "pages", false},
+		{"SELECT 1 FROM threads,pages", "pages", true},
+		{"SELECT 1 FROM threads,pages", "threads", true},
+	} {
+		if mentions(c.sql, c.name) != c.want {
+			t.Errorf("mentions(%q, %q) != %v", c.sql, c.name, c.want)
+		}
 	}
 }
