@@ -396,7 +396,8 @@ func TestVptraceFaults(t *testing.T) {
 		{"full file system", func(t *testing.T) {
 			dir := workDir(t)
 			mountTmpfs(t, dir, 64<<10)
-			r := runFaultIn(t, dir, nil, ps.faults, "run", "main", "30000")
+			// (uncompressed: 30000 pages' aggregates overflow 64 KiB only so)
+			r := runFaultIn(t, dir, []string{"VPTRACE_COMPRESS=0"}, ps.faults, "run", "main", "30000")
 			checkStderr(t, r, "vptrace: cannot write trace file <dir>/t.vpt: No space left on device (ENOSPC); the trace is incomplete\n")
 			checkFiles(t, r, "t.vpt")
 			checkTrace(t, r, "t.vpt", faultWriteError)
@@ -427,7 +428,8 @@ func TestVptraceFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer syscall.Close(fd)
-			r := runKilled(t, dir, []string{"VPTRACE_INTERVAL_MS=3600000"}, "EXITING", func() bool { return pipeHalfFull(fd) }, ps.faults, "exitbig", "30000")
+			// (uncompressed: 30000 pages' aggregates fill the pipe only so)
+			r := runKilled(t, dir, []string{"VPTRACE_INTERVAL_MS=3600000", "VPTRACE_COMPRESS=0"}, "EXITING", func() bool { return pipeHalfFull(fd) }, ps.faults, "exitbig", "30000")
 			r.dir = filepath.Join(dir, "drained")
 			if err := os.Mkdir(r.dir, 0o755); err != nil {
 				t.Fatal(err)
