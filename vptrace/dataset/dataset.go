@@ -208,7 +208,8 @@ func (e *Export) writerOptions() []parquet.WriterOption {
 }
 
 // zstdCodec compresses the files: zstd's fastest level. The default
-// level took 40% of an export's time for files 5% smaller.
+// level made an export 1.6 times as slow for no smaller files (a 64 MB
+// synthetic trace: 0.6% larger).
 var zstdCodec = zstd.Codec{Level: zstd.SpeedFastest}
 
 // errRunTaken: two runs of one export with the same name.
