@@ -97,6 +97,9 @@ type packer struct {
 	scratch []byte
 	fi, li  []uint32 // page's first and last time, as dictionary indexes
 	si      []uint32 // sites, as dictionary indexes
+
+	tseen, sseen recent
+	tx, sx       dictIndex
 }
 
 func newPacker() (*packer, error) {
@@ -136,7 +139,9 @@ func (pk *packer) appendAggCols(dst []byte, a *Agg, kinds func(site uint64) Kind
 	// the dictionaries: few distinct values, often repeated by
 	// neighbouring pages (skipped before sorting)
 	times, sites := pk.times[:0], pk.sites[:0]
-	var tseen, sseen recent
+	tseen, sseen := &pk.tseen, &pk.sseen
+	clear(tseen.v[:])
+	clear(sseen.v[:])
 	for i := range a.Pages {
 		p := &a.Pages[i]
 		if tseen.add(p.First) {
@@ -157,7 +162,9 @@ func (pk *packer) appendAggCols(dst []byte, a *Agg, kinds func(site uint64) Kind
 	sites = slices.Compact(sites)
 	pk.times, pk.sites = times, sites
 	// the dictionary indexes of every page's times and sites
-	tx, sx := &dictIndex{list: times}, &dictIndex{list: sites}
+	tx, sx := &pk.tx, &pk.sx
+	tx.reset(times)
+	sx.reset(sites)
 	fi, li, si := pk.fi[:0], pk.li[:0], pk.si[:0]
 	for i := range a.Pages {
 		p := &a.Pages[i]
@@ -265,11 +272,17 @@ func (pk *packer) appendAggCols(dst []byte, a *Agg, kinds func(site uint64) Kind
 
 // recent is a direct-mapped set of recently seen values: it spares the
 // dictionaries most repeats before they are sorted.
-type recent struct{ v [64]uint64 }
+type recent struct{ v [recentSize]uint64 }
+
+// recentSize is the size of the caches of recent values (a power of 2):
+// a chunk's dictionaries hold some hundreds of values.
+const recentSize = 1024
+
+func hashSlot(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> 54 }
 
 // add reports whether v was not among the recent values, and adds it.
 func (r *recent) add(v uint64) bool {
-	h := (v * 0x9E3779B97F4A7C15) >> 58
+	h := hashSlot(v)
 	if r.v[h] == v+1 {
 		return false
 	}
@@ -280,12 +293,17 @@ func (r *recent) add(v uint64) bool {
 // dictIndex finds values in a sorted dictionary, remembering recent ones.
 type dictIndex struct {
 	list []uint64
-	key  [64]uint64 // value+1
-	k    [64]uint32
+	key  [recentSize]uint64 // value+1
+	k    [recentSize]uint32
+}
+
+func (x *dictIndex) reset(list []uint64) {
+	x.list = list
+	clear(x.key[:])
 }
 
 func (x *dictIndex) index(v uint64) uint32 {
-	h := (v * 0x9E3779B97F4A7C15) >> 58
+	h := hashSlot(v)
 	if x.key[h] != v+1 {
 		k, _ := slices.BinarySearch(x.list, v)
 		x.key[h], x.k[h] = v+1, uint32(k)
