@@ -33,6 +33,9 @@ type Config struct {
 	// before the fork, with no allocation events of their own for them.
 	ForkOf uint32
 	ForkAt uint64
+	// Compress writes the chunks as the runtime does by default (format
+	// 1.4): zstd-compressed, the aggregates as AGGC.
+	Compress bool
 }
 
 // Stats says what was generated.
@@ -59,6 +62,16 @@ var sites = []struct{ fn, sym string }{
 	{"update", ""}, {"scan", ""}, {"scan", "counters"}, {"main", "counters"}, {"worker", ""},
 }
 
+// siteKind is the kind of the site at addr (the runtime's aggregator
+// counts reads and writes by it).
+func siteKind(addr uint64) trace.Kind {
+	i := (addr - sitesAddr) / trace.SiteRecSize
+	if addr < sitesAddr || i >= uint64(len(sites)) {
+		return 0
+	}
+	return trace.Kind(1 + i%3)
+}
+
 // Generate writes a trace to w.
 func Generate(out io.Writer, c Config) (Stats, error) {
 	if c.Threads <= 0 {
@@ -78,7 +91,10 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 	}
 	bw := bufio.NewWriterSize(out, 1<<20)
 	cw := &countWriter{w: bw}
-	w := trace.NewWriter(cw)
+	w, err := trace.NewWriterOptions(cw, trace.WriterOptions{Compress: c.Compress, Kinds: siteKind})
+	if err != nil {
+		return Stats{}, err
+	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x9e3779b97f4a7c15))
 	var st Stats
 
@@ -104,7 +120,7 @@ func Generate(out io.Writer, c Config) (Stats, error) {
 	}
 	var recs []trace.SiteRec
 	for i, s := range sites {
-		r := trace.SiteRec{Func: str(s.fn), InsnOff: uint32(0x10 + 4*i), Sym: trace.NoSym, Kind: trace.Kind(1 + i%3), Size: 8, Covers: 1}
+		r := trace.SiteRec{Func: str(s.fn), InsnOff: uint32(0x10 + 4*i), Sym: trace.NoSym, Kind: siteKind(sitesAddr + uint64(i)*trace.SiteRecSize), Size: 8, Covers: 1}
 		if s.sym != "" {
 			r.Sym, r.Seg = str(s.sym), trace.SegGlobal
 		}

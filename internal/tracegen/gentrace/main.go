@@ -22,6 +22,7 @@ func main() {
 	pages := flag.Int("pages", 4096, "pages per thread and interval")
 	working := flag.Int("working", 65536, "pages of each of a thread's two heap arrays")
 	seed := flag.Uint64("seed", 1, "random seed")
+	compress := flag.Bool("compress", false, "write compressed chunks (AGGC in ZSTD), as the runtime does")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil {
@@ -35,7 +36,7 @@ func main() {
 	}
 	t0 := time.Now()
 	st, err := tracegen.Generate(f, tracegen.Config{Seed: *seed, Threads: *threads, Bytes: n, Pages: *pages,
-		Working: *working, Allocs: true, Raw: true, Notes: 100})
+		Working: *working, Allocs: true, Raw: true, Notes: 100, Compress: *compress})
 	if err == nil {
 		err = f.Close()
 	}
