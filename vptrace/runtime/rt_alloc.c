@@ -530,7 +530,7 @@ static int flush_own(struct abuf *b, uint32_t flags)
 		return 0;
 	}
 	if (w && LOAD(&vrt_clock_pid) != vpt_pid)
-		vrt_clock_bump(); /* no clock thread (a program without instrumented objects) */
+		vrt_clock_bump(); /* no clock thread (yet, or VPTRACE_CLOCK_US=0) */
 	old = claim_close(b);
 	if (w && ((uint32_t)old < used || (flags && b->lost)))
 		allocs_chunk(b->serial, b->tid, flags, b->lost, b->data + (uint32_t)old, used - (uint32_t)old,
