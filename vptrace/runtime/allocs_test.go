@@ -657,6 +657,39 @@ func TestAllocSignals(t *testing.T) {
 	}
 }
 
+// TestAllocStress: waves of threads allocate while another flushes every
+// millisecond and the clock thread takes everyone's records every 2 ms;
+// each thread's records are all there, once (readChunks: no seq twice),
+// in chunks that decode.
+func TestAllocStress(t *testing.T) {
+	bin := allocBin(t, "allocs.c", "so")
+	r := runBin(t, bin, []string{"VPTRACE_INTERVAL_MS=2"}, "stress")
+	_, other := outLines(t, r.stdout, "A")
+	syms := loadSymbols(t, bin, hexArg(t, other["B"][0][0]))
+	c := readChunks(t, r.trace)
+	f := syms.funcs["f_stress"]
+	got := map[uint32]int{}
+	for _, e := range c.events {
+		if e.Site >= f[0] && e.Site < f[1] {
+			got[e.tid]++
+		}
+	}
+	if len(other["W"]) != 24 {
+		t.Fatalf("W lines: %d", len(other["W"]))
+	}
+	for _, w := range other["W"] {
+		tid, _ := strconv.ParseUint(w[0], 10, 32)
+		want, _ := strconv.Atoi(w[1])
+		// (a TID reused by a later wave's thread counts twice)
+		if got[uint32(tid)] < want || got[uint32(tid)]%want != 0 {
+			t.Errorf("thread %d: %d events, want %d (or a multiple: a reused tid)", tid, got[uint32(tid)], want)
+		}
+		if l := c.lost(uint32(tid)); l != 0 {
+			t.Errorf("thread %d: %d lost", tid, l)
+		}
+	}
+}
+
 // TestAllocOff: VPTRACE_ALLOCS=0 records nothing.
 func TestAllocOff(t *testing.T) {
 	bin := allocBin(t, "allocs.c", "so")

@@ -11,6 +11,7 @@
  *     T <tid> <stack addr> <tls addr>           the thread's THREAD chunk ranges hold them
  *     C <pid>                                   a fork child (its trace: F lines)
  *     S <count>                                 handler calls (scenario signals)
+ *     W <tid> <count>                           a thread's events in f_stress (scenario stress)
  * (F: an A line of a fork child; X one of the image an exec started, whose
  * main is on the BX line.) Linked with sites.S, whose functions
  * record events (a thread's first event writes its THREAD chunk).
@@ -104,6 +105,8 @@ NOINLINE int f_munmap(void *p, size_t n) { return munmap(p, n); }
 NOINLINE void *f_mremap(void *p, size_t o, size_t n) { return mremap(p, o, n, MREMAP_MAYMOVE); }
 
 #define E(kind, fn, addr, size, old) expect(kind, #fn, addr, size, old)
+
+static void *volatile sink;
 
 /* every kind, in the main thread */
 static int kinds(void)
@@ -329,8 +332,6 @@ static void *kicker(void *arg)
 	return NULL;
 }
 
-static void *volatile sink;
-
 NOINLINE void f_loop(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -378,6 +379,51 @@ static int execd(void)
 	return 0;
 }
 
+/* stress: waves of threads allocate while others flush and the clock
+ * thread takes their records every interval; every record once */
+#define STRESS_N 20000
+NOINLINE void f_stress(long n)
+{
+	for (long i = 0; i < n; i++) {
+		sink = malloc(16 + (size_t)(i & 255));
+		free(sink);
+	}
+}
+
+static void *stress_worker(void *arg)
+{
+	(void)arg;
+	f_stress(STRESS_N);
+	line("W %d %d", gettid_(), 2 * STRESS_N);
+	return NULL;
+}
+
+static volatile int stress_done;
+static void *flusher(void *arg)
+{
+	(void)arg;
+	while (!stress_done) {
+		vptrace_flush();
+		sleep_ms(1);
+	}
+	return NULL;
+}
+
+static int stress(void)
+{
+	pthread_t f, t[6];
+	pthread_create(&f, NULL, flusher, NULL);
+	for (int wave = 0; wave < 4; wave++) {
+		for (int i = 0; i < 6; i++)
+			pthread_create(&t[i], NULL, stress_worker, NULL);
+		for (int i = 0; i < 6; i++)
+			pthread_join(t[i], NULL);
+	}
+	stress_done = 1;
+	pthread_join(f, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "kinds";
@@ -401,6 +447,8 @@ int main(int argc, char **argv)
 		r = dlopentest(argc > 2 ? argv[2] : "libz.so.1");
 	else if (!strcmp(s, "signals"))
 		r = signals();
+	else if (!strcmp(s, "stress"))
+		r = stress();
 	else if (!strcmp(s, "exec"))
 		r = exectest("/proc/self/exe");
 	else if (!strcmp(s, "execd"))
