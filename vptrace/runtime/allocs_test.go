@@ -420,6 +420,21 @@ func TestAllocKinds(t *testing.T) {
 					t.Errorf("anonymous mmap %+v: prot %d, want 3", e, e.Prot)
 				}
 			}
+			if variant == "so" {
+				// the dynamic loader allocated the TLS of the Go
+				// runtime's first thread on the main thread: not the
+				// program's, not recorded (nothing else here comes
+				// from the loader)
+				for _, m := range c.maps[0].Maps {
+					if strings.Contains(m.Path, "/ld-linux") && m.Prot&trace.ProtExec != 0 {
+						for _, e := range c.events {
+							if e.Site >= m.Start && e.Site < m.End {
+								t.Errorf("event %d %s at %#x, size %d: site %#x in the dynamic loader", e.Seq, e.Kind, e.Addr, e.Size, e.Site)
+							}
+						}
+					}
+				}
+			}
 			if len(c.maps) < 2 || c.maps[0].Why != trace.MapsStart || c.maps[len(c.maps)-1].Why != trace.MapsExit {
 				t.Errorf("MAPS chunks: want START first and EXIT last, got %d", len(c.maps))
 			}

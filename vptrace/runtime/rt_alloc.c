@@ -97,6 +97,7 @@ enum {
 #define AT_EXITED  4u /* the exit flush ran: records are written one by one */
 #define AT_RESOLVE 8u /* resolving the next functions: allocations from the arena */
 #define AT_PROBE   16u /* the constructor's probe */
+#define AT_GODTV   32u /* the main thread's next call may be the Go runtime's first thread's TLS (see alloc_init) */
 
 struct abuf;
 struct athread {
@@ -428,10 +429,21 @@ static void *nx_cxx(int i)
 
 /* Whether a call (returning to ra) is the program's to record; with the
  * thread's depth 0. */
+static uint64_t ld_lo, ld_hi; /* the dynamic loader's code */
+
+static __attribute__((noinline)) int should_record_flags(struct athread *a, uint64_t ra)
+{
+	if (a->flags & (AT_RUNTIME | AT_RESOLVE | AT_PROBE))
+		return 0;
+	a->flags &= ~AT_GODTV;
+	return ra - ld_lo >= ld_hi - ld_lo; /* (the loader's allocation for the Go runtime's thread) */
+}
+
 static inline int should_record(struct athread *a, uint64_t ra)
 {
-	if ((a->flags & (AT_RUNTIME | AT_RESOLVE | AT_PROBE)) || LOAD(&aoff) ||
-	    (vpt_t.flags & (VTF_INBATCH | VTF_RUNTIME | VTF_INIT)))
+	if (UNLIKELY(a->flags & (AT_RUNTIME | AT_RESOLVE | AT_PROBE | AT_GODTV)) && !should_record_flags(a, ra))
+		return 0;
+	if (LOAD(&aoff) || (vpt_t.flags & (VTF_INBATCH | VTF_RUNTIME | VTF_INIT)))
 		return 0;
 	if (UNLIKELY(is_runtime(ra))) {
 		a->flags |= AT_RUNTIME;
@@ -1489,6 +1501,30 @@ static int probe(void)
 	return hit;
 }
 
+/* the dynamic loader's executable segment, from its ELF header at
+ * AT_BASE; 0 when there is none (a static program) */
+static int loader_text(void)
+{
+	uint64_t base = getauxval(AT_BASE), lo = ~0ull, hi = 0;
+	if (!base)
+		return 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(uintptr_t)base;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(uintptr_t)(base + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		if (base + ph[i].p_vaddr < lo)
+			lo = base + ph[i].p_vaddr;
+		if (base + ph[i].p_vaddr + ph[i].p_memsz > hi)
+			hi = base + ph[i].p_vaddr + ph[i].p_memsz;
+	}
+	if (lo >= hi)
+		return 0;
+	ld_lo = lo;
+	ld_hi = hi;
+	return 1;
+}
+
 static int env_off(const char *name)
 {
 	static const char *const offs[] = {"0", "off", "no", "false", "disable", "disabled", NULL};
@@ -1527,4 +1563,11 @@ __attribute__((constructor(101))) static void alloc_init(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 	a->depth--;
 	STORE(&aready, 1);
+	/* In libvptrace.so the Go runtime's constructor runs next (the
+	 * .init_array after this one's priority): it creates the Go runtime's
+	 * first thread, and the dynamic loader allocates that thread's TLS
+	 * vector (calloc, from ld.so) on this thread. The main thread's next
+	 * allocator call, if it comes from the loader, is that one. */
+	if (!rt_archive && !LOAD(&aoff) && loader_text())
+		a->flags |= AT_GODTV;
 }
