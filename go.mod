@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
-	github.com/klauspost/compress v1.18.3
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/spf13/pflag v1.1.0
 	github.com/twitchyliquid64/golang-asm v0.15.1
@@ -33,6 +32,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/klauspost/compress v1.18.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect

@@ -110,7 +110,7 @@ type consumerState struct {
 }
 
 // newWriter returns the consumer's trace writer: aggregates compressed
-// (format 1.4: AGGC chunks in ZSTD chunks, the reads and writes left to
+// (format 1.4: AGGC chunks in DEFLATE chunks, the reads and writes left to
 // the site kinds the consumer counted them by), unless VPTRACE_COMPRESS=0.
 func (s *consumerState) newWriter(out io.Writer) *trace.Writer {
 	if v, _ := syscall.Getenv("VPTRACE_COMPRESS"); v != "0" {

@@ -485,8 +485,8 @@ func DecodeStatus(p []byte) (*Status, error) {
 
 // Decode decodes a chunk's payload into *Header, *Object, *ThreadStart,
 // *ThreadExit, *Agg, *Raw, *Note, *End, *Status, *BlockObject,
-// *BlockCounts, *Allocs or *Maps (an AGGC chunk decodes as *Agg, a ZSTD
-// chunk as the chunk it holds). Unknown types return (nil, nil):
+// *BlockCounts, *Allocs or *Maps (an AGGC chunk decodes as *Agg, a
+// DEFLATE chunk as the chunk it holds). Unknown types return (nil, nil):
 // newer minor versions may add chunk types, which readers skip.
 func Decode(typ ChunkType, p []byte) (any, error) {
 	switch typ {
@@ -516,8 +516,8 @@ func Decode(typ ChunkType, p []byte) (any, error) {
 		return DecodeAllocs(p)
 	case ChunkMaps:
 		return DecodeMaps(p)
-	case ChunkZstd:
-		return DecodeZstd(p)
+	case ChunkDeflate:
+		return DecodeDeflate(p)
 	case ChunkAggCols:
 		return DecodeAggCols(p)
 	}

@@ -110,7 +110,7 @@ func chunks(t *testing.T, data []byte) (vals []any, packed int) {
 	return vals, packed
 }
 
-// TestCompress: chunks written compressed (ZSTD, aggregates as AGGC) read
+// TestCompress: chunks written compressed (DEFLATE, aggregates as AGGC) read
 // back equal to the same chunks written plain, with and without the site
 // kinds, and with counts the kinds do not explain.
 func TestCompress(t *testing.T) {
@@ -149,21 +149,21 @@ func TestCompress(t *testing.T) {
 	}
 }
 
-// TestCompressBad: a ZSTD chunk that passes its CRC but does not
+// TestCompressBad: a DEFLATE chunk that passes its CRC but does not
 // decompress is reported as an undecodable chunk, and the rest is read.
 func TestCompressBad(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		payload []byte
 	}{
-		{"garbage", append([]byte{byte(ChunkNote), 0, 0, 0, 10, 0, 0, 0}, "not zstd at all"...)},
+		{"garbage", append([]byte{byte(ChunkNote), 0, 0, 0, 10, 0, 0, 0}, "not deflate at all"...)},
 		{"short", []byte{byte(ChunkNote), 0}},
-		{"nested", []byte{byte(ChunkZstd), 0, 0, 0, 0, 0, 0, 0}},
+		{"nested", []byte{byte(ChunkDeflate), 0, 0, 0, 0, 0, 0, 0}},
 		{"header", []byte{byte(ChunkHeader), 0, 0, 0, 0, 0, 0, 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := sample(t)
-			data = AppendChunk(data, ChunkZstd, c.payload)
+			data = AppendChunk(data, ChunkDeflate, c.payload)
 			data = AppendChunk(data, ChunkNote, (&Note{Kind: NoteText, Text: "after"}).AppendPayload(nil))
 			tr := readAll(t, data)
 			if len(tr.Errors) != 1 || len(tr.Notes) != 2 {
@@ -178,7 +178,7 @@ func TestCompressBad(t *testing.T) {
 	}
 	p := pk.pack(ChunkNote, (&Note{Kind: NoteText, Text: string(bytes.Repeat([]byte("x"), 200))}).AppendPayload(nil))
 	p[4]++
-	if _, err := DecodeZstd(p); err == nil {
+	if _, err := DecodeDeflate(p); err == nil {
 		t.Errorf("a wrong size decoded")
 	}
 }

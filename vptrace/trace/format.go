@@ -52,11 +52,11 @@ const (
 	ChunkCounts     ChunkType = 11 // BlockCounts: one thread's block counts of an object (1.2)
 	ChunkAllocs     ChunkType = 12 // Allocs: one thread's allocation events (1.3)
 	ChunkMaps       ChunkType = 13 // Maps: the process's mappings at a time (1.3)
-	// ChunkZstd holds another chunk's payload compressed (1.4); Reader.Next
-	// unwraps it.
-	ChunkZstd ChunkType = 14
+	// ChunkDeflate holds another chunk's payload compressed (1.4);
+	// Reader.Next unwraps it.
+	ChunkDeflate ChunkType = 14
 	// ChunkAggCols is an Agg in columns, with dictionaries of its times
-	// and sites (1.4); the runtime writes it inside ChunkZstd.
+	// and sites (1.4); the runtime writes it inside ChunkDeflate.
 	ChunkAggCols ChunkType = 15
 )
 
@@ -88,8 +88,8 @@ func (t ChunkType) String() string {
 		return "allocs"
 	case ChunkMaps:
 		return "maps"
-	case ChunkZstd:
-		return "zstd"
+	case ChunkDeflate:
+		return "deflate"
 	case ChunkAggCols:
 		return "aggc"
 	}

@@ -15,7 +15,7 @@ type Chunk struct {
 	Offset  int64  // of the chunk header in the file
 	Payload []byte // valid until the next call of Next
 	// Stored is the chunk's size in the file (header and payload);
-	// Packed says it was stored compressed (a ZSTD chunk, which Next
+	// Packed says it was stored compressed (a DEFLATE chunk, which Next
 	// unwraps: Type and Payload are the chunk it holds).
 	Stored int
 	Packed bool
@@ -53,7 +53,7 @@ type Reader struct {
 	Damaged int
 	Skipped int64
 
-	unpacked []byte // the last ZSTD chunk's inner payload
+	inflate inflater // for DEFLATE chunks
 }
 
 // Open opens a trace file and reads its header.
@@ -186,7 +186,7 @@ func (r *Reader) Next() (*Chunk, error) {
 			}
 			c := &Chunk{Type: typ, Offset: r.off, Payload: r.buf[chunkHeaderSize:size], Stored: size}
 			r.consume(size)
-			if typ == ChunkZstd {
+			if typ == ChunkDeflate {
 				r.unpack(c)
 			}
 			return c, nil
@@ -231,15 +231,15 @@ func (r *Reader) Next() (*Chunk, error) {
 	}
 }
 
-// unpack replaces a ZSTD chunk by the chunk it holds. One that cannot be
-// decompressed stays as it is: decoding it gives the error (a chunk that
-// passed its CRC is no damage to skip, but a writer's fault to report).
+// unpack replaces a DEFLATE chunk by the chunk it holds. One that cannot
+// be decompressed stays as it is: decoding it gives the error (a chunk
+// that passed its CRC is no damage to skip, but a writer's fault to
+// report).
 func (r *Reader) unpack(c *Chunk) {
-	typ, p, err := unpack(c.Payload, r.unpacked)
+	typ, p, err := r.inflate.unpack(c.Payload)
 	if err != nil {
 		return
 	}
-	r.unpacked = p
 	c.Type, c.Payload, c.Packed = typ, p, true
 }
 

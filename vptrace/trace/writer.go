@@ -22,7 +22,7 @@ type Writer struct {
 
 // WriterOptions choose how a Writer stores chunks.
 type WriterOptions struct {
-	// Compress stores chunks zstd-compressed (ZSTD chunks, format 1.4;
+	// Compress stores chunks compressed (DEFLATE chunks, format 1.4;
 	// not the HEADER nor STATUS, and not a chunk compression would not
 	// make smaller) and aggregates as AGGC chunks. Readers before 1.4
 	// skip them.
@@ -53,7 +53,7 @@ func NewWriterOptions(w io.Writer, o WriterOptions) (*Writer, error) {
 func (w *Writer) chunk(typ ChunkType, payload []byte) {
 	if w.pk != nil && typ != ChunkHeader && typ != ChunkStatus {
 		if z := w.pk.pack(typ, payload); z != nil {
-			w.buf = AppendChunk(w.buf, ChunkZstd, z)
+			w.buf = AppendChunk(w.buf, ChunkDeflate, z)
 			return
 		}
 	}
