@@ -271,7 +271,7 @@ func TestExportCommit(t *testing.T) {
 }
 
 // TestExportCompressed: a trace written compressed as the runtime writes
-// it (AGGC chunks in ZSTD chunks, format 1.4) gives the same pages rows
+// it (AGGC chunks in DEFLATE chunks, format 1.4) gives the same pages rows
 // as the same trace written plain.
 func TestExportCompressed(t *testing.T) {
 	dir := t.TempDir()

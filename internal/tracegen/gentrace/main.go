@@ -22,7 +22,7 @@ func main() {
 	pages := flag.Int("pages", 4096, "pages per thread and interval")
 	working := flag.Int("working", 65536, "pages of each of a thread's two heap arrays")
 	seed := flag.Uint64("seed", 1, "random seed")
-	compress := flag.Bool("compress", false, "write compressed chunks (AGGC in ZSTD), as the runtime does")
+	compress := flag.Bool("compress", false, "write compressed chunks (AGGC in DEFLATE), as the runtime does")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil {
