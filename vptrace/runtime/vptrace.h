@@ -51,6 +51,9 @@
  *                           files; for debugging and cross-checking).
  *   VPTRACE_EXIT_TIMEOUT_MS=N  how long exit and vptrace_flush wait for the
  *                           aggregator before writing raw events (5000).
+ *   VPTRACE_COMPRESS=0      write the aggregates as AGG chunks, not compressed
+ *                           (AGGC in DEFLATE chunks, format 1.4: readers
+ *                           before 1.4 see no aggregated events in those).
  *   VPTRACE_ALLOCS=0        do not record allocations (also off, no, false):
  *                           the allocator functions below pass every call
  *                           straight through (to measure what recording costs).
