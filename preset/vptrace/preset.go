@@ -4,8 +4,11 @@
 // estimate H says fall on a page an earlier access of the same block
 // already covers, and inserts for every remaining access a short sequence
 // that computes its page and compares it with the page the same site last
-// recorded in this thread (a TLS slot): only a page change calls the
-// runtime (bin/libvptrace.so, or bin/libvptrace.a in static programs).
+// recorded in this thread (a TLS slot), or first with the slot of a
+// dominating site through the same base register (partner.go); on a page
+// change it looks the page up in the thread's recent-page cache inline
+// (probe.go), and only a page the cache lacks calls the runtime
+// (bin/libvptrace.so, or bin/libvptrace.a in static programs).
 // vptrace/ABI.md is the contract with the runtime (vptrace/runtime), and
 // vptrace/abi its Go encoding.
 package vptrace
@@ -19,6 +22,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
+	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/loops"
 	"hijack/preset"
@@ -119,6 +123,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 			s.exact = sel.exact
 		}
 		infos := make(map[*loops.Loop]*loopInfo)
+		pa := newPartners(g, st.live[g])
 		for _, s := range sel.sites {
 			var err error
 			switch sw := sel.findSweep(s, infos); {
@@ -129,7 +134,13 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 			case s.repAfter:
 				err = st.instrumentRepAfter(s)
 			default:
+				if !sel.exact && !s.rep {
+					s.partner = pa.find(s)
+				}
 				err = st.instrument(s, sel.exact)
+				if err == nil && !sel.exact && !s.rep {
+					pa.add(s, len(st.sites)-1)
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.Section.Where(uint64(fn.Section.Insts[s.inst].Off)), err)
@@ -198,6 +209,13 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 		if err := x.AddLocal(st.sym(l.what), l.typ, l.sec); err != nil {
 			return nil, fmt.Errorf("vptrace: %w", err)
 		}
+	}
+	// The runtime's per-thread state, which the inline cache probe reads
+	// (probe.go): an undefined TLS symbol. (A relocation to a name the
+	// object lacks would add it untyped, which the linker refuses to
+	// bind to a TLS definition.)
+	if x.File.FindSymbol(probeThreadSym) == 0 {
+		x.File.AddSymbol(elfobj.Symbol{Name: probeThreadSym, Info: byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_TLS)})
 	}
 	return st, nil
 }

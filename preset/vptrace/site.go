@@ -54,6 +54,10 @@ type site struct {
 	stride int64
 	// dynStep, for a sweep, is a step the runtime reads from a register.
 	dynStep *dynStep
+	// partner, when non-zero, is 1 + the index of an earlier site whose
+	// last-page slot the site compares its page with before its own
+	// (partner.go).
+	partner int
 }
 
 // dynStep is the step of a sweep as a loop-invariant register times a

@@ -59,7 +59,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 	s.kind |= abi.KindRange
 	put := func(e kit.Edge, delta int64, exit bool, adj int64) error {
 		live := e.Live(lv)
-		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj)
+		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj, sw.step)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 // It changes no flags (flagsLive: whether they are live there). adj is
 // what the exit of a sweep with a register step pushes for vpt_range_dyn
 // (ABI.md).
-func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive bool, delta int64, exit bool, adj int64) (*ibr.Snippet, error) {
+func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive bool, delta int64, exit bool, adj, step int64) (*ibr.Snippet, error) {
 	b := st.b
 	need := 1
 	if exit {
@@ -251,18 +251,48 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 	} else {
 		T := kit.Reg(free[1])
 		b.MovQ(slot, T)
-		b.PushQ(T) // first address
-		b.PushQ(S) // last address
-		pushed := int32(16)
-		if s.dynStep != nil {
-			b.PushQ(snippet.Imm(adj))
-			b.CallGOT("vpt_range_dyn")
-			pushed += 8
-		} else {
-			b.CallGOT("vpt_range")
+		rangeCall := func() {
+			b.PushQ(T) // first address
+			b.PushQ(S) // last address
+			pushed := int32(16)
+			if s.dynStep != nil {
+				b.PushQ(snippet.Imm(adj))
+				b.CallGOT("vpt_range_dyn")
+				pushed += 8
+			} else {
+				b.CallGOT("vpt_range")
+			}
+			st.siteNop(k)
+			b.LeaQ(snippet.Mem(snippet.RSP, pushed), snippet.RSP)
 		}
-		st.siteNop(k)
-		b.LeaQ(snippet.Mem(snippet.RSP, pushed), snippet.RSP)
+		// A run within one page is what the runtime records as one
+		// event of that page (ABI.md "Sweeps"), which the thread's
+		// cache may have already: probe it inline (where the flags are
+		// dead: the probe changes them) and call only on a miss or a
+		// run over more pages.
+		var probeRegs []effect.Reg
+		if s.dynStep == nil && !flagsLive && kindBits(s.kind) != 0 && s.kind&abi.KindExact == 0 {
+			busy := reserved | 1<<free[0] | 1<<free[1]
+			probeRegs = probeScratch(liveRegs|busy, busy, free[2:])
+		}
+		if probeRegs == nil {
+			rangeCall()
+		} else {
+			ext := max(s.hi-s.lo, 1)
+			lo, hi := T, S // the first access is the lowest
+			if step < 0 {
+				lo, hi = S, T
+			}
+			st.probe(snippet.NoReg, s.kind, probeRegs, liveRegs, free[2:], shift, "ranged", func(K, H snippet.Reg, miss string) {
+				b.LeaQ(snippet.Mem(hi, int32(ext-1)), K) // the last byte's page
+				b.ShrQ(snippet.Imm(12), K)
+				b.MovQ(lo, H)
+				b.ShrQ(snippet.Imm(12), H)
+				b.CmpQ(H, K)
+				b.Jcc(snippet.CondNE, miss)
+			}, rangeCall, nil)
+			b.Label("ranged")
+		}
 	}
 	if shift > 0 {
 		b.Restore(borrowed...)
@@ -370,15 +400,42 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
 		}
 		stub := "vpt_slow_" + free[0].String()
+		// The registers the cache probe may take: those the snippet
+		// no longer needs once the slot is written (the slot base),
+		// and any other dead one; borrowed ones (pushed on the probe's
+		// path only) last.
+		var probeRegs []effect.Reg
+		if !exact && kindBits(s.kind) != 0 {
+			busy := reserved | 1<<free[0]
+			if rt != snippet.NoReg {
+				busy |= 1 << free[1]
+			}
+			probeRegs = probeScratch(liveRegs|busy, busy, free[next:])
+		}
 		check := func(same string) {
 			if exact {
 				call(stub)
 				return
 			}
+			if s.partner != 0 && same == "same" {
+				// (not the second page of a straddling access)
+				b.CmpQ(rs, st.slotAt(slots, free, next, s.partner-1))
+				b.Jcc(snippet.CondE, same)
+			}
 			b.CmpQ(rs, slot)
 			b.Jcc(snippet.CondE, same)
-			call(stub)
+			if probeRegs == nil {
+				call(stub)
+				b.MovQ(rs, slot)
+				b.Label(same)
+				return
+			}
+			// The slot first: the probe may reuse its base register.
 			b.MovQ(rs, slot)
+			st.probe(rs, s.kind, probeRegs, liveRegs, free[next:], shift, same, nil, func() { call(stub) }, func() {
+				b.CallGOT(stub)
+				st.siteNop(k)
+			})
 			b.Label(same)
 		}
 		switch {
@@ -416,6 +473,18 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		b.Restore(spill...)
 	}
 	return b.Assemble()
+}
+
+// slotAt returns the operand of slot k in the snippet of code: the slots'
+// base, if any, is in free[next], loaded already.
+func (st *objState) slotAt(slots kit.Slots, free []effect.Reg, next, k int) snippet.Operand {
+	switch slots.Model {
+	case kit.InitialExec:
+		return snippet.Mem(kit.Reg(free[next]), int32(8*k)).Seg(snippet.FS)
+	case kit.Indirect:
+		return snippet.Mem(kit.Reg(free[next]), int32(8*k))
+	}
+	return snippet.TPOFF(slots.Sym, int64(8*k))
 }
 
 // straddleCheck emits the test of whether the n bytes (1 < n <= 4096) at

@@ -1,0 +1,122 @@
+package vptrace
+
+import (
+	"golang.org/x/arch/x86/x86asm"
+
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/loops"
+	"hijack/preset/kit"
+)
+
+// Partners: redundancy elimination across blocks (Ding and Zhong,
+// selective monitoring). An access dominated by an access through the same
+// base register, unchanged in between, is usually on the page that one was on: in `b = &t[h]; if
+// (b->key == k) v = b->val;` the second access repeats the first's page.
+// Such a site compares its page with the dominating site's last-page slot
+// first, and when they agree it needs neither its own slot nor the cache:
+// the partner's slot holds a page the partner recorded for at least every
+// kind of this access (or found recorded), exactly what the site's own
+// slot would say. The choice only decides how often the compare hits, never
+// what is recorded; the base register is required unchanged between the
+// two (no instruction on a path from the partner to the site writes it)
+// only so that the compare is worth its two instructions: a pointer chase
+// through one register would miss every time.
+
+// partners finds, for the sites of one function in instrumentation
+// order, the partner of each: the nearest earlier slot site whose block
+// dominates the site's (or the same block), through the same base
+// register left unchanged in between, with every kind of access the site
+// has.
+type partners struct {
+	g     *cfg.Graph
+	lv    *cfg.Liveness
+	idom  []int
+	sites []partnerSite
+}
+
+type partnerSite struct {
+	s *site
+	k int
+}
+
+func newPartners(g *cfg.Graph, lv *cfg.Liveness) *partners { return &partners{g: g, lv: lv} }
+
+// sameBase reports whether two accesses go through the same base register
+// (not RIP; no segment). Their indices may differ: `x->n` and then
+// `x->keys[j]` are on one page mostly.
+func sameBase(a, b x86asm.Mem) bool {
+	return a.Base != 0 && a.Base != x86asm.RIP && a.Segment == 0 && b.Segment == 0 && a.Base == b.Base
+}
+
+// find returns s's partner as 1 + its site index, or 0.
+func (p *partners) find(s *site) int {
+	b := p.g.BlockOf(s.inst)
+	if b == nil {
+		return 0
+	}
+	for i := len(p.sites) - 1; i >= 0; i-- {
+		c := p.sites[i]
+		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || !sameBase(c.s.acc.Mem, s.acc.Mem) {
+			continue
+		}
+		cb := p.g.BlockOf(c.s.inst)
+		if cb == nil {
+			continue
+		}
+		if (cb == b && c.s.inst < s.inst || cb != b && p.dominates(cb.Index, b.Index)) &&
+			p.unchanged(c.s.inst, cb, s.inst, b, kit.AddrRegs(x86asm.Mem{Base: s.acc.Mem.Base})) {
+			return c.k + 1
+		}
+	}
+	return 0
+}
+
+// add notes a site instrumented with a last-page slot, index k.
+func (p *partners) add(s *site, k int) { p.sites = append(p.sites, partnerSite{s, k}) }
+
+func (p *partners) dominates(a, b int) bool {
+	if p.idom == nil {
+		p.idom = loops.Dominators(loops.Succs(p.g))
+	}
+	return loops.Dominates(p.idom, a, b)
+}
+
+// unchanged reports whether no instruction on a path from instruction pi
+// (of block pb, which dominates sb or is sb with pi before si) to
+// instruction si (of block sb) writes a register of regs, or does what
+// liveness cannot model.
+func (p *partners) unchanged(pi int, pb *cfg.Block, si int, sb *cfg.Block, regs effect.RegSet) bool {
+	writes := func(from, to int) bool { // in [from, to)
+		for j := from; j < to; j++ {
+			if e := p.lv.Effect(j); !e.Known || (e.Def|e.Partial)&regs != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if pb == sb {
+		return !writes(pi+1, si)
+	}
+	if writes(sb.Start, si) || writes(pi+1, pb.End) {
+		return false
+	}
+	// Backwards from the site to the partner's block (every path gets
+	// there: it dominates), every block in between whole; the site's own
+	// block too if a path comes around to it again.
+	seen := map[int]bool{pb.Index: true}
+	work := append([]*cfg.Block(nil), sb.Preds...)
+	for len(work) > 0 {
+		b := work[len(work)-1]
+		work = work[:len(work)-1]
+		if seen[b.Index] {
+			continue
+		}
+		seen[b.Index] = true
+		if writes(b.Start, b.End) {
+			return false
+		}
+		work = append(work, b.Preds...)
+	}
+	return true
+}

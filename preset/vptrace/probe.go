@@ -1,0 +1,161 @@
+package vptrace
+
+import (
+	"slices"
+
+	"github.com/twitchyliquid64/golang-asm/obj/x86"
+
+	"hijack/cfg/effect"
+	"hijack/preset/kit"
+	"hijack/snippet"
+	"hijack/vptrace/abi"
+)
+
+// The runtime's symbols the inline cache probe reads (ABI.md, "The inline
+// cache probe"): its per-thread state (initial-exec TLS) and its hot line.
+const (
+	probeThreadSym = "vpt_probe_thread"
+	probeHotSym    = "vpt_probe_hot"
+)
+
+// cacheHash is abi.CacheHash as a variable: the immediate's bits.
+var cacheHash uint64 = abi.CacheHash
+
+// probeNeed is how many registers the cache probe takes: the key, the
+// set's address and the entry it compares.
+const probeNeed = 3
+
+// kindBits returns the read and write bits of a site's kind: what the
+// cache entry of its page must have for the access not to be recorded.
+func kindBits(k abi.Kind) abi.Kind { return k & abi.KindRMW }
+
+// probeScratch chooses the probe's registers: first those of reuse (the
+// snippet's own registers it no longer needs after writing the slot, saved
+// already if they were borrowed), then dead ones, then live ones (to be
+// saved around the probe), never one of busy. live has every register the
+// program or the snippet holds at the probe.
+func probeScratch(live, busy effect.RegSet, reuse []effect.Reg) []effect.Reg {
+	regs := slices.Clone(reuse[:min(len(reuse), probeNeed)])
+	taken := busy
+	for _, r := range regs {
+		taken |= 1 << r
+	}
+	more, _, err := kit.Scratch(probeNeed-len(regs), live|taken, taken, 0)
+	if err != nil {
+		return nil
+	}
+	return append(regs, more...)
+}
+
+// probe emits the look-up of the page in register page in the calling thread's
+// recent-page cache (ABI.md), after a slot miss with the slot written and
+// the flags saved: when the page's entry has every kind of this access
+// (kind), the access was recorded lately and the code jumps to hit without
+// a call; otherwise miss emits the call. regs are probeScratch's; those
+// live (not dead, not reused from the snippet) are pushed around the probe,
+// after stepping over the red zone unless the snippet did (shift != 0).
+//
+//	lea  4(,page,4), K
+//	mov  vpt_probe_hot@GOTPCREL(%rip), H
+//	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch
+//	mov  vpt_probe_thread@GOTTPOFF(%rip), H
+//	mov  %fs:VT_CACHE(H), H             # the cache; 0: none yet
+//	test H, H; jz miss
+//	movabs $CacheHash, X; imul K, X; shr $CacheShift, X; shl $4, X
+//	add  X, H                           # the set: two entries
+//	or   $kind, K
+//	mov  (H), X; xor K, X; and $~(3^kind), X; jz hit   # both ways
+//	mov  8(H), X; xor K, X; and $~(3^kind), X; jz hit
+//	miss: call the stub
+//
+// With page NoReg, pre (run after the pushes) leaves the page in K, or
+// jumps to its miss label (a label miss emits the call at): a sweep's exit
+// finds its range's page so.
+//
+// stepped, if not nil, emits the call of miss with the red zone already
+// stepped over (no lea around it): where the probe stepped over it itself
+// to push registers (shift 0), it calls that after popping them.
+func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, pre func(K, H snippet.Reg, miss string), miss, stepped func()) {
+	b := st.b
+	var saved []effect.Reg
+	for _, r := range regs {
+		if live.Has(r) && !slices.Contains(reuse, r) {
+			saved = append(saved, r)
+		}
+	}
+	K, H, X := kit.Reg(regs[0]), kit.Reg(regs[1]), kit.Reg(regs[2])
+	save := func() {
+		if shift == 0 {
+			b.Save(saved...)
+			return
+		}
+		for _, r := range saved {
+			b.PushQ(kit.Reg(r))
+		}
+	}
+	restore := func() {
+		if shift == 0 {
+			b.Restore(saved...)
+			return
+		}
+		for i := len(saved) - 1; i >= 0; i-- {
+			b.PopQ(kit.Reg(saved[i]))
+		}
+	}
+	if len(saved) > 0 {
+		save()
+	}
+	// (labels of their own per hit label: a snippet may probe twice)
+	missL, hitL := "pmiss."+hit, hit
+	if len(saved) > 0 {
+		hitL = "phit." + hit
+	}
+	if page == snippet.NoReg {
+		pre(K, H, missL)
+		page = K
+	}
+	b.LeaQ(snippet.MemIndex(snippet.NoReg, page, 4, 4), K)
+	b.MovQ(snippet.GOTPCRELX(probeHotSym), H) // (a static link makes it a lea)
+	b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
+	b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
+	b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
+	b.TestQ(H, H)
+	b.Jcc(snippet.CondE, missL)
+	b.MovQ(snippet.Imm(int64(cacheHash)), X)
+	b.Inst(x86.AIMULQ, K, X)
+	b.ShrQ(snippet.Imm(abi.CacheShift), X)
+	b.ShlQ(snippet.Imm(4), X)
+	b.AddQ(X, H)
+	k := int64(kindBits(kind))
+	b.OrQ(snippet.Imm(k), K)
+	for way := int32(0); way < 2; way++ {
+		b.MovQ(snippet.Mem(H, 8*way), X)
+		b.XorQ(K, X)
+		if k == int64(abi.KindRMW) {
+			b.TestQ(X, X)
+		} else {
+			b.AndQ(snippet.Imm(^(3 ^ k)), X)
+		}
+		b.Jcc(snippet.CondE, hitL)
+	}
+	b.Label(missL)
+	switch {
+	case len(saved) > 0 && shift == 0 && stepped != nil:
+		// the red zone stepped over already: the call goes right here
+		for i := len(saved) - 1; i >= 0; i-- {
+			b.PopQ(kit.Reg(saved[i]))
+		}
+		stepped()
+		b.LeaQ(snippet.Mem(snippet.RSP, kit.RedZone), snippet.RSP)
+	case len(saved) > 0:
+		restore()
+		miss()
+	default:
+		miss()
+	}
+	if len(saved) > 0 {
+		b.Jmp(hit)
+		b.Label(hitL)
+		restore()
+	}
+}
