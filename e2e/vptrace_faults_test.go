@@ -529,7 +529,8 @@ func TestVptraceFaults(t *testing.T) {
 			}
 		}},
 		// a global array passed by pointer (the demo's table): the
-		// preset cannot tell its segment, and the report must not say heap
+		// preset cannot tell its segment from the instruction, the report
+		// names it by address from the executable's symbol table
 		{"global passed by pointer", func(t *testing.T) {
 			r := runFault(t, nil, ps.faults, "global")
 			checkTrace(t, r, "t.vpt", faultComplete.with("global"))
@@ -539,14 +540,27 @@ func TestVptraceFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := r.ranges[0]
+			seen := 0
 			for _, row := range rep.rows {
-				if row.page >= g.first && row.page < g.first+g.n && !strings.Contains(row.rest, "segment=unknown") {
-					t.Errorf("page %#x: %s; want segment unknown", row.page<<12, row.rest)
+				if row.page >= g.first && row.page < g.first+g.n {
+					seen++
+					if !strings.Contains(row.rest, "segment=global") || !strings.Contains(row.rest, "owner=global_table") {
+						t.Errorf("page %#x: %s; want segment global, owner global_table", row.page<<12, row.rest)
+					}
 				}
 			}
+			if seen < int(g.n) {
+				t.Errorf("%d rows for the %d pages of global_table", seen, g.n)
+			}
 			text := mustRun(t, spec{Dir: r.dir, Timeout: time.Minute}, cfg.hijack, "report", "t.vpt")
-			if bytes.Contains(text.Stdout, []byte("heap")) || !bytes.Contains(text.Stdout, []byte("[unknown]")) {
-				t.Errorf("the report calls the pages heap, or not [unknown]:\n%s", text.Stdout)
+			heap := false
+			for _, line := range strings.Split(string(text.Stdout), "\n") {
+				if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[0], "0x") && f[4] == "heap" {
+					heap = true
+				}
+			}
+			if heap || !bytes.Contains(text.Stdout, []byte("global_table")) {
+				t.Errorf("the report calls pages heap, or does not name global_table:\n%s", text.Stdout)
 			}
 		}},
 		// the same VPTRACE_OUT twice: the first run's file is kept

@@ -219,6 +219,10 @@ type section struct {
 	name      string
 	addr, end uint64 // runtime addresses
 	rodata    bool
+	// linker tables (.got, .got.plt, .dynamic, .init_array, ...): the
+	// program's code does not address their bytes as data, so they do not
+	// outweigh a variable sharing their page
+	linker bool
 }
 
 type image struct {
@@ -286,7 +290,7 @@ func openImage(path string, maps []trace.Mapping) (*image, error) {
 			continue
 		}
 		im.secs = append(im.secs, section{name: s.Name, addr: s.Addr + im.bias, end: s.Addr + s.Size + im.bias,
-			rodata: s.Flags&(elf.SHF_WRITE|elf.SHF_EXECINSTR) == 0})
+			rodata: s.Flags&(elf.SHF_WRITE|elf.SHF_EXECINSTR) == 0, linker: linkerTable(s)})
 	}
 	syms, _ := f.Symbols()
 	dyn, _ := f.DynamicSymbols()
@@ -302,7 +306,8 @@ func openImage(path string, maps []trace.Mapping) (*image, error) {
 			if !seen[k] {
 				im.funcs = append(im.funcs, sym{name: pretty(s.Name), addr: s.Value + im.bias, end: s.Value + s.Size + im.bias})
 			}
-		case (typ == elf.STT_OBJECT || typ == elf.STT_COMMON || typ == elf.STT_NOTYPE) && s.Size > 0 && !strings.HasPrefix(s.Name, ".L"):
+		case (typ == elf.STT_OBJECT || typ == elf.STT_COMMON || typ == elf.STT_NOTYPE) && s.Size > 0 &&
+			!strings.HasPrefix(s.Name, ".L") && !strings.HasPrefix(s.Name, instrumentationPrefix):
 			if !seen[k] {
 				im.data = append(im.data, sym{name: pretty(s.Name), addr: s.Value + im.bias, end: s.Value + s.Size + im.bias})
 			}
@@ -362,9 +367,15 @@ func (im *image) dataName(addr uint64) string {
 	for k := i + 1; k < len(im.data) && im.data[k].addr < hi; k++ {
 		named += overlap(im.data[k].addr, im.data[k].end)
 	}
+	// Unnamed read-only bytes are string literals and .LC constants;
+	// unnamed writable bytes are padding (statics have local symbols),
+	// and the linker's tables are not the program's data: only the first
+	// weigh against a variable.
 	var inSecs uint64
 	for k := range im.secs {
-		inSecs += overlap(im.secs[k].addr, im.secs[k].end)
+		if sec := &im.secs[k]; sec.rodata && !sec.linker {
+			inSecs += overlap(sec.addr, sec.end)
+		}
 	}
 	name := ""
 	if best != nil && (bestN >= inSecs-min(inSecs, named) || bestN >= trace.PageSize/2) {
@@ -390,6 +401,30 @@ func (im *image) dataName(addr uint64) string {
 		name = filepath.Base(im.path) + ":" + name
 	}
 	return name
+}
+
+// instrumentationPrefix starts the names of the data the presets add to
+// a rewritten object (site tables, slots): not the program's variables,
+// so they never name a page the program touched.
+const instrumentationPrefix = "__vpt_"
+
+// linkerTable tells the sections the linker and loader fill (GOT, PLT
+// GOT, dynamic section, constructor arrays, symbol and relocation tables,
+// unwind tables) from those holding the program's own data.
+func linkerTable(s *elf.Section) bool {
+	switch s.Type {
+	case elf.SHT_DYNAMIC, elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY, elf.SHT_PREINIT_ARRAY,
+		elf.SHT_DYNSYM, elf.SHT_HASH, elf.SHT_GNU_HASH, elf.SHT_RELA, elf.SHT_REL, elf.SHT_NOTE,
+		elf.SHT_GNU_VERSYM, elf.SHT_GNU_VERDEF, elf.SHT_GNU_VERNEED:
+		return true
+	}
+	switch {
+	case s.Name == ".got", s.Name == ".got.plt", s.Name == ".interp", s.Name == ".dynstr",
+		s.Name == ".tm_clone_table", s.Name == ".gcc_except_table",
+		strings.HasPrefix(s.Name, ".eh_frame"):
+		return true
+	}
+	return false
 }
 
 // funcAt returns the function holding addr, or nil. A symbol without a

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,10 +115,29 @@ func TestOwnersOfGlobals(t *testing.T) {
 			f, _ := elf.Open(bin)
 			ro := f.Section(".rodata")
 			data, _ := ro.Data()
-			f.Close()
+			defer f.Close()
 			i := bytes.Index(data, []byte("a string literal"))
 			if o := r.Of((ro.Addr+uint64(i)+c.bias)>>trace.PageShift, nil); o.Name != "const" || o.Segment != SegGlobal {
 				t.Errorf("string literal: %+v", o)
+			}
+			// a variable sharing its page with the linker's tables (the
+			// GOT, the dynamic section) is the page's owner: the program
+			// addresses the variable, not the tables
+			if got := f.Section(".got.plt"); got != nil {
+				pg := (got.Addr + got.Size - 1 + c.bias) >> trace.PageShift // its last page, .data follows
+				var vars []string
+				es, _ := f.Symbols()
+				for _, s := range es {
+					if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Size > 0 && s.Section != elf.SHN_UNDEF &&
+						(s.Value+c.bias)>>trace.PageShift <= pg && (s.Value+s.Size-1+c.bias)>>trace.PageShift >= pg {
+						vars = append(vars, Demangle(s.Name))
+					}
+				}
+				if o := r.Of(pg, nil); len(vars) > 0 && !slices.Contains(vars, o.Name) {
+					t.Errorf("page of .got.plt: owner %q, want one of the variables on it %v", o.Name, vars)
+				} else {
+					t.Logf("page of .got.plt: %q; variables on it %v", o.Name, vars)
+				}
 			}
 			// allocation sites are return addresses: the call's function
 			mt := syms["make_thing"] + c.bias
@@ -168,5 +188,41 @@ func TestOwnersOfRegions(t *testing.T) {
 	}
 	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0], gone) {
 		t.Errorf("problems %v", p)
+	}
+}
+
+// TestDataName: which name a page of an image's data gets, on made-up
+// layouts: a variable against string literals, padding and the linker's
+// tables sharing its page.
+func TestDataName(t *testing.T) {
+	const p = trace.PageSize
+	got := section{name: ".got.plt", addr: 0x1000, end: 0x1040, linker: true}
+	data := section{name: ".data", addr: 0x1040, end: 0x3000}
+	ro := section{name: ".rodata", addr: 0x5000, end: 0x6000, rodata: true}
+	for _, c := range []struct {
+		name string
+		syms []sym
+		secs []section
+		page uint64
+		want string
+	}{
+		{"small variable, GOT and padding", []sym{{"flag", 0x1040, 0x1048}}, []section{got, data}, 0x1000, "flag"},
+		{"the bigger of two variables", []sym{{"a", 0x1040, 0x1080}, {"b", 0x1080, 0x1800}}, []section{got, data}, 0x1000, "b"},
+		{"a variable across pages", []sym{{"big", 0x1040, 0x2800}}, []section{got, data}, 0x2000, "big"},
+		{"no symbol: the section", nil, []section{got, data}, 0x1000, ".data"},
+		{"only the GOT", nil, []section{got}, 0x1000, ".got.plt"},
+		{"string literals outweigh a small constant", []sym{{"k", 0x5000, 0x5010}}, []section{ro}, 0x5000, "const"},
+		{"a table outweighs string literals", []sym{{"tab", 0x5000, 0x5900}}, []section{ro}, 0x5000, "tab"},
+	} {
+		im := &image{main: true, data: c.syms, secs: c.secs}
+		for i, s := range im.data {
+			im.maxEnd = append(im.maxEnd, s.end)
+			if i > 0 {
+				im.maxEnd[i] = max(im.maxEnd[i], im.maxEnd[i-1])
+			}
+		}
+		if got := im.dataName(c.page &^ (p - 1)); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -164,7 +164,13 @@ type regionBuilder struct {
 	events  []AllocEvent
 	tids    []uint32 // the thread of events[i]
 	threads []threadMem
-	lostOf  map[uint64]uint64 // by serial<<32|tid: the largest cumulative count
+	// lost allocation events: each thread's ALLOCS carry a cumulative
+	// count, first under serial 0 (no event yet), then under its serial.
+	// By tid, the largest count of the thread alive under it (open),
+	// added to lost when its last chunk (FlagExit) ends it: a tid the
+	// kernel reuses starts again.
+	open map[uint32]uint64
+	lost uint64
 	exits   map[uint64]uint64 // thread exit times by serial
 	// inherited: a fork child's copies of its parent's heap blocks and
 	// mappings alive at the fork (Born: the fork time)
@@ -197,11 +203,16 @@ func (rb *regionBuilder) allocs(a *Allocs) {
 		rb.events = append(rb.events, e)
 		rb.tids = append(rb.tids, a.TID)
 	}
-	if rb.lostOf == nil {
-		rb.lostOf = map[uint64]uint64{}
+	if rb.open == nil {
+		rb.open = map[uint32]uint64{}
 	}
-	key := a.Serial<<32 | uint64(a.TID) // serial 0: per TID
-	rb.lostOf[key] = max(rb.lostOf[key], a.Lost)
+	n := max(rb.open[a.TID], a.Lost)
+	if a.Flags&FlagExit != 0 {
+		rb.lost += n
+		delete(rb.open, a.TID)
+	} else {
+		rb.open[a.TID] = n
+	}
 }
 
 func (rb *regionBuilder) thread(t *ThreadStart) {
@@ -335,8 +346,8 @@ func (rb *regionBuilder) build() ([]*Region, uint64) {
 				Born: e.Time, Died: Alive, Alloc: e.Kind, Site: e.Site, TID: tid})
 		}
 	}
-	var lost uint64
-	for _, n := range rb.lostOf {
+	lost := rb.lost
+	for _, n := range rb.open {
 		lost += n
 	}
 	return out, lost

@@ -246,3 +246,27 @@ func TestLoadChild(t *testing.T) {
 		t.Errorf("child alone: %+v", r)
 	}
 }
+
+// TestAllocsLost: the lost counts of ALLOCS chunks are cumulative per
+// thread, first under serial 0 then under the thread's serial; a tid the
+// kernel reuses after a thread's last chunk counts again.
+func TestAllocsLost(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		chunks []Allocs
+		want   uint64
+	}{
+		{"one thread, serial 0 then known", []Allocs{{TID: 5, Lost: 2}, {Serial: 1, TID: 5, Lost: 3}, {Serial: 1, TID: 5, Lost: 3}}, 3},
+		{"two threads", []Allocs{{Serial: 1, TID: 5, Lost: 2}, {Serial: 2, TID: 6, Lost: 4}}, 6},
+		{"a reused tid", []Allocs{{Serial: 1, TID: 5, Lost: 2, Flags: FlagExit}, {TID: 5, Lost: 1}, {Serial: 3, TID: 5, Lost: 1, Flags: FlagExit}}, 3},
+		{"none", []Allocs{{Serial: 1, TID: 5}}, 0},
+	} {
+		var rb regionBuilder
+		for i := range c.chunks {
+			rb.allocs(&c.chunks[i])
+		}
+		if _, lost := rb.build(); lost != c.want {
+			t.Errorf("%s: %d lost, want %d", c.name, lost, c.want)
+		}
+	}
+}
