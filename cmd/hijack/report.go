@@ -132,8 +132,8 @@ trace, holds more than one process, or the report cannot be written,
 
 type reportOpts struct {
 	csv, json bool
-	blocks    bool  // --blocks: block counts
-	thread    int64 // -1: all
+	blocks    bool   // --blocks: block counts
+	thread    int64  // -1: all
 	perfetto  string // --perfetto FILE
 	top       int
 	topSet    bool // --top given

@@ -169,9 +169,9 @@ type regionBuilder struct {
 	// By tid, the largest count of the thread alive under it (open),
 	// added to lost when its last chunk (FlagExit) ends it: a tid the
 	// kernel reuses starts again.
-	open map[uint32]uint64
-	lost uint64
-	exits   map[uint64]uint64 // thread exit times by serial
+	open  map[uint32]uint64
+	lost  uint64
+	exits map[uint64]uint64 // thread exit times by serial
 	// inherited: a fork child's copies of its parent's heap blocks and
 	// mappings alive at the fork (Born: the fork time)
 	inherited []*Region
