@@ -545,6 +545,8 @@ func reportText(w io.Writer, tr *trace.Trace, o *reportOpts) {
 			fmt.Fprintf(w, "; %d allocation events LOST", tr.AllocsLost)
 		}
 		fmt.Fprintln(w)
+	} else if pages > 0 {
+		fmt.Fprintln(w, "owners: no allocation events or mappings in the trace (written before format 1.3): pages named by the instruction that touched them")
 	}
 	if tr.HasBlocks() {
 		objs, _, _, execs := blockObjects(tr)

@@ -213,6 +213,11 @@ func (r *Resolver) load(m *trace.Mapping) *image {
 type sym struct {
 	name      string
 	addr, end uint64 // runtime addresses
+	// goRuntime: data of the Go runtime linked into the executable with
+	// libvptrace.a (runtime.noptrdata..runtime.enoptrdata and the like):
+	// not the program's, it names a page only when no program variable
+	// shares it
+	goRuntime bool
 }
 
 type section struct {
@@ -316,6 +321,7 @@ func openImage(path string, maps []trace.Mapping) (*image, error) {
 		}
 		seen[k] = true
 	}
+	markGoData(im.data, syms, im.bias)
 	byAddr := func(a, b sym) int { return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(b.end, a.end)) }
 	slices.SortFunc(im.data, byAddr)
 	slices.SortFunc(im.funcs, byAddr)
@@ -326,6 +332,34 @@ func openImage(path string, maps []trace.Mapping) (*image, error) {
 		im.maxEnd[i] = e
 	}
 	return im, nil
+}
+
+// markGoData marks the data symbols inside the ranges a Go linker
+// brackets with runtime.X and runtime.eX symbols (the Go runtime's data,
+// bss, types and read-only data, in an executable that links a Go
+// c-archive such as libvptrace.a).
+func markGoData(data []sym, syms []elf.Symbol, bias uint64) {
+	at := map[string]uint64{}
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "runtime.") || s.Name == "go:buildinfo" {
+			at[s.Name] = s.Value + bias
+		}
+	}
+	var spans [][2]uint64
+	for _, k := range []string{"noptrdata", "data", "bss", "noptrbss", "types", "rodata"} {
+		lo, ok1 := at["runtime."+k]
+		hi, ok2 := at["runtime.e"+k]
+		if ok1 && ok2 && lo < hi {
+			spans = append(spans, [2]uint64{lo, hi})
+		}
+	}
+	for i := range data {
+		for _, sp := range spans {
+			if data[i].addr >= sp[0] && data[i].addr < sp[1] {
+				data[i].goRuntime = true
+			}
+		}
+	}
 }
 
 // Demangle returns a C++ (Itanium ABI) name demangled
@@ -357,7 +391,13 @@ func (im *image) dataName(addr uint64) string {
 	i := sort.Search(len(im.data), func(i int) bool { return im.data[i].addr >= hi }) - 1
 	for ; i >= 0 && im.maxEnd[i] > lo; i-- {
 		s := &im.data[i]
-		if n := overlap(s.addr, s.end); n > bestN || (n == bestN && n > 0 && s.addr < best.addr) {
+		n := overlap(s.addr, s.end)
+		if n == 0 {
+			continue
+		}
+		// the program's variables before the Go runtime's, then by bytes
+		if best == nil || (best.goRuntime && !s.goRuntime) ||
+			(best.goRuntime == s.goRuntime && (n > bestN || n == bestN && s.addr < best.addr)) {
 			best, bestN = s, n
 		}
 	}

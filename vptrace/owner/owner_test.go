@@ -206,13 +206,15 @@ func TestDataName(t *testing.T) {
 		page uint64
 		want string
 	}{
-		{"small variable, GOT and padding", []sym{{"flag", 0x1040, 0x1048}}, []section{got, data}, 0x1000, "flag"},
-		{"the bigger of two variables", []sym{{"a", 0x1040, 0x1080}, {"b", 0x1080, 0x1800}}, []section{got, data}, 0x1000, "b"},
-		{"a variable across pages", []sym{{"big", 0x1040, 0x2800}}, []section{got, data}, 0x2000, "big"},
+		{"small variable, GOT and padding", []sym{{"flag", 0x1040, 0x1048, false}}, []section{got, data}, 0x1000, "flag"},
+		{"the bigger of two variables", []sym{{"a", 0x1040, 0x1080, false}, {"b", 0x1080, 0x1800, false}}, []section{got, data}, 0x1000, "b"},
+		{"a variable across pages", []sym{{"big", 0x1040, 0x2800, false}}, []section{got, data}, 0x2000, "big"},
 		{"no symbol: the section", nil, []section{got, data}, 0x1000, ".data"},
 		{"only the GOT", nil, []section{got}, 0x1000, ".got.plt"},
-		{"string literals outweigh a small constant", []sym{{"k", 0x5000, 0x5010}}, []section{ro}, 0x5000, "const"},
-		{"a table outweighs string literals", []sym{{"tab", 0x5000, 0x5900}}, []section{ro}, 0x5000, "tab"},
+		{"string literals outweigh a small constant", []sym{{"k", 0x5000, 0x5010, false}}, []section{ro}, 0x5000, "const"},
+		{"the program's variable before the Go runtime's", []sym{{"internal/strconv.pow10Tab", 0x1000, 0x1800, true}, {"table", 0x1860, 0x9000, false}}, []section{data}, 0x1000, "table"},
+		{"only the Go runtime's", []sym{{"runtime.x", 0x1000, 0x1800, true}}, []section{data}, 0x1000, "runtime.x"},
+		{"a table outweighs string literals", []sym{{"tab", 0x5000, 0x5900, false}}, []section{ro}, 0x5000, "tab"},
 	} {
 		im := &image{main: true, data: c.syms, secs: c.secs}
 		for i, s := range im.data {
