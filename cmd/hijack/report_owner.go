@@ -67,21 +67,8 @@ func ownerOf(res *owner.Resolver, v pageView, top trace.Site) (segment, name str
 		ow := res.Of(v.p.Page, v.region)
 		return ow.Segment, ow.Name
 	}
-	if !top.Known() {
-		return owner.SegUnknown, "unknown"
-	}
-	switch top.Seg {
-	case trace.SegGlobal:
-		if top.Symbol != "" {
-			return owner.SegGlobal, top.Symbol
-		}
-		return owner.SegGlobal, "unknown"
-	case trace.SegStack:
-		return owner.SegStack, "unknown"
-	case trace.SegTLS:
-		return owner.SegTLS, "unknown"
-	}
-	return owner.SegUnknown, "unknown"
+	ow := owner.OfInstruction(top.Known(), top.Seg, top.Symbol)
+	return ow.Segment, ow.Name
 }
 
 // allocSite is one allocation site: every block (or mapping) one call

@@ -619,21 +619,8 @@ func (c *converter) ownerOf(pg uint64, region *trace.Region, top *siteInfo) (seg
 		}
 		return ow.Segment, ow.Name
 	}
-	if !top.known {
-		return owner.SegUnknown, "unknown"
-	}
-	switch top.seg {
-	case trace.SegGlobal:
-		if top.symbol != "" {
-			return owner.SegGlobal, top.symbol
-		}
-		return owner.SegGlobal, "unknown"
-	case trace.SegStack:
-		return owner.SegStack, "unknown"
-	case trace.SegTLS:
-		return owner.SegTLS, "unknown"
-	}
-	return owner.SegUnknown, "unknown"
+	ow := owner.OfInstruction(top.known, top.seg, top.symbol)
+	return ow.Segment, ow.Name
 }
 
 func (c *converter) alloc(g *trace.Region) *allocAcc {

@@ -122,6 +122,29 @@ func (r *Resolver) Of(pg uint64, region *trace.Region) Owner {
 	return Owner{Segment: SegMmap, Name: m.Path}
 }
 
+// OfInstruction names a page's owner from what the instruction that
+// touched it told (its site's segment and the variable it addressed
+// RIP-relative): all a trace without allocation events and mappings
+// (written before format 1.3) can say. known: the site is in the
+// trace's site tables.
+func OfInstruction(known bool, seg trace.Segment, symbol string) Owner {
+	if !known {
+		return Owner{Segment: SegUnknown, Name: "unknown"}
+	}
+	switch seg {
+	case trace.SegGlobal:
+		if symbol != "" {
+			return Owner{Segment: SegGlobal, Name: symbol}
+		}
+		return Owner{Segment: SegGlobal, Name: "unknown"}
+	case trace.SegStack:
+		return Owner{Segment: SegStack, Name: "unknown"}
+	case trace.SegTLS:
+		return Owner{Segment: SegTLS, Name: "unknown"}
+	}
+	return Owner{Segment: SegUnknown, Name: "unknown"}
+}
+
 func (r *Resolver) regionName(g *trace.Region) string {
 	switch g.Kind {
 	case trace.RegionStack:

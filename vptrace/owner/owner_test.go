@@ -228,3 +228,24 @@ func TestDataName(t *testing.T) {
 		}
 	}
 }
+
+// TestOfInstruction: a trace without owners names pages by the site's view.
+func TestOfInstruction(t *testing.T) {
+	for _, c := range []struct {
+		known     bool
+		seg       trace.Segment
+		sym, want string
+		wantSeg   string
+	}{
+		{true, trace.SegGlobal, "table", "table", SegGlobal},
+		{true, trace.SegGlobal, "", "unknown", SegGlobal},
+		{true, trace.SegStack, "", "unknown", SegStack},
+		{true, trace.SegTLS, "", "unknown", SegTLS},
+		{true, trace.SegUnknown, "", "unknown", SegUnknown}, // a pointer: never heap for what may not be
+		{false, trace.SegGlobal, "table", "unknown", SegUnknown},
+	} {
+		if o := OfInstruction(c.known, c.seg, c.sym); o.Name != c.want || o.Segment != c.wantSeg {
+			t.Errorf("%v %v %q: %s %s, want %s %s", c.known, c.seg, c.sym, o.Segment, o.Name, c.wantSeg, c.want)
+		}
+	}
+}
