@@ -46,7 +46,7 @@ func TestValgrind(t *testing.T) {
 			link(t, p.cc, origBin, orig)
 			link(t, p.cc, newBin, outs, linkRewritten()...)
 			args := func(bin string) []string {
-				return append([]string{"-q", "--error-exitcode=99", "--leak-check=no", bin}, p.args...)
+				return append(append([]string{"-q", "--error-exitcode=99", "--leak-check=no"}, runtimeSuppressions(t)...), append([]string{bin}, p.args...)...)
 			}
 			s := spec{Dir: dir, CPU: 2 * time.Minute, Timeout: 10 * time.Minute}
 			want := mustRun(t, s, vg, args(origBin)...)
@@ -62,4 +62,20 @@ func TestValgrind(t *testing.T) {
 			compareRuns(t, dir, p.name+" under valgrind", want, got)
 		})
 	}
+}
+
+// runtimeSuppressions: when the rewritten programs link the vptrace
+// runtime (HIJACK_LDLIBS names libvptrace.a or .so), its valgrind
+// suppressions (vptrace.supp beside it, installed by make build): the
+// runtime's Go part switches stacks, which memcheck reports as errors in
+// Go code (runtime.adjustframe in copystack, ...), at random.
+func runtimeSuppressions(t *testing.T) []string {
+	t.Helper()
+	for _, l := range cfg.ldlibs {
+		if b := filepath.Base(l); b == "libvptrace.a" || b == "libvptrace.so" {
+			supp := needFile(t, filepath.Join(filepath.Dir(l), "vptrace.supp"), "the runtime's valgrind suppressions: make build")
+			return []string{"--suppressions=" + supp}
+		}
+	}
+	return nil
 }
