@@ -17,8 +17,9 @@
 #
 # Printed per program: the median CPU time (user + system, from bash's
 # `time`: steadier than wall time on a shared machine) of each setting, the
-# median of the per-pair ratios on/off, the allocation events recorded and
-# the trace's size. -d writes the traces to /dev/null (the recording
+# median of the per-pair ratios on/off and their spread (the lowest and
+# highest ratio of the pairs), the allocation events recorded and the
+# trace's size. -d writes the traces to /dev/null (the recording
 # without the file system's cost). RUNS defaults to 7.
 #
 # Environment: VPTRACE_LIB (a directory with libvptrace.so; default: built
@@ -71,6 +72,7 @@ build() { # NAME: the program's command line in cmd
 }
 
 median() { sort -g | awk '{a[NR]=$1} END{if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END{printf "%.3f-%.3f", lo, hi}'; }
 
 # cpu ALLOCS: one run's user + system seconds; the trace goes to $tdir
 cpu() {
@@ -84,7 +86,7 @@ cpu() {
 
 tdir=$dir/traces
 (cd "$root" && go build -o "$dir/allocstat" ./vptrace/runtime/testdata/allocstat)
-printf '%-11s %9s %9s %8s %10s %9s\n' program "off (s)" "on (s)" on/off events "trace MB"
+printf '%-11s %9s %9s %8s %12s %10s %9s\n' program "off (s)" "on (s)" on/off spread events "trace MB"
 for p in "${progs[@]}"; do
 	build "$p"
 	if [[ $p == plain ]]; then
@@ -99,9 +101,9 @@ for p in "${progs[@]}"; do
 			cmd=("${pl[@]}"); y=$(cpu 0)
 			a+=("$x") b+=("$y") r+=("$(awk -v x="$x" -v y="$y" 'BEGIN{printf "%.4f", x / y}')")
 		done
-		printf '%-11s %9.3f %9.3f %8.3f %10s %9s   (plain / runtime, ALLOCS=0)\n' "$p" \
+		printf '%-11s %9.3f %9.3f %8.3f %12s %10s %9s   (plain / runtime, ALLOCS=0)\n' "$p" \
 			"$(printf '%s\n' "${b[@]}" | median)" "$(printf '%s\n' "${a[@]}" | median)" \
-			"$(printf '%s\n' "${r[@]}" | median)" - -
+			"$(printf '%s\n' "${r[@]}" | median)" "$(printf '%s\n' "${r[@]}" | spread)" - -
 		continue
 	fi
 	on=() off=() r=()
@@ -116,7 +118,8 @@ for p in "${progs[@]}"; do
 		y=$(cpu 0)
 		on+=("$x") off+=("$y") r+=("$(awk -v x="$x" -v y="$y" 'BEGIN{printf "%.4f", x / y}')")
 	done
-	printf '%-11s %9.3f %9.3f %8.3f %10s %9s\n' "$p" "$(printf '%s\n' "${off[@]}" | median)" \
-		"$(printf '%s\n' "${on[@]}" | median)" "$(printf '%s\n' "${r[@]}" | median)" "$events" "$mb"
+	printf '%-11s %9.3f %9.3f %8.3f %12s %10s %9s\n' "$p" "$(printf '%s\n' "${off[@]}" | median)" \
+		"$(printf '%s\n' "${on[@]}" | median)" "$(printf '%s\n' "${r[@]}" | median)" \
+		"$(printf '%s\n' "${r[@]}" | spread)" "$events" "$mb"
 done
 rm -rf "$tdir"

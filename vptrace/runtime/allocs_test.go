@@ -516,7 +516,7 @@ func TestAllocMany(t *testing.T) {
 	bin := allocBin(t, "allocs.c", "so")
 	_, c, _ := allocRun(t, bin, nil, "many")
 	if len(c.allocs) < 2 {
-		t.Errorf("%d ALLOCS chunks for 10000 events", len(c.allocs))
+		t.Errorf("%d ALLOCS chunks for 80000 events", len(c.allocs))
 	}
 }
 

@@ -325,7 +325,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
 #define FMT_MAJOR 1
-#define FMT_MINOR 4 /* (1.4: the Go aggregator writes AGGC in DEFLATE chunks) */
+#define FMT_MINOR 5 /* (1.4: the Go aggregator writes AGGC in DEFLATE chunks; 1.5: ALLOCS records compact) */
 
 static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }

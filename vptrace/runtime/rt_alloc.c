@@ -47,6 +47,15 @@
  * whose allocator call interrupts the thread's own appending counts the
  * record as lost (the chunk's "lost"), never waits.
  *
+ * Encoding. Records are compact (format 1.5): deltas against the thread's
+ * previous record and a table of recent sites, about 6 bytes where the
+ * fixed layout took 60 (whose write(2) into the page cache was most of
+ * the tracking's cost). A chunk's records start from a zeroed state: the
+ * owner encodes from the start of its buffer and writes a full buffer as
+ * it is; a part taken from another offset (what a stealer takes, what
+ * remains after it took some) is decoded from the buffer's start and
+ * encoded again (rework): at most once per interval and thread.
+ *
  * Releases. A release that covers a whole page moves the recent-page
  * cache epoch on (at most once per clock tick), so that threads record the
  * page again for its next owner, and marks a cut: the aggregator splits
@@ -86,8 +95,10 @@ enum {
 #define RF_SHARED 2
 #define RF_FIXED  4
 
-#define REC_FIXED 60      /* a record without its path */
 #define REC_PATH  4096    /* the longest path kept */
+#define CREC_BLK  64u     /* a compact record without flags, prot and path: at most */
+#define CREC_MAX(plen) (CREC_BLK + 24u + (plen)) /* one with them */
+#define ASITES 128        /* the compact encoding's table of recent sites */
 
 /* ------------------------------------------------------------------ */
 /* per-thread state                                                    */
@@ -108,12 +119,24 @@ struct athread {
 };
 static __thread struct athread vrt_at __attribute__((tls_model("initial-exec")));
 
-/* A thread's record buffer: the records exactly as the chunk holds them. */
+/* The compact encoding's state (FORMAT.md, ALLOCS): the previous
+ * record's seq, time and address, and the table of recent sites. A chunk's
+ * records start from a zeroed one. */
+struct aenc {
+	uint64_t seq, time, addr;
+	uint64_t site[ASITES];
+};
+
+/* A thread's record buffer: the records exactly as a chunk holds them
+ * (compact, encoded from the start of data, so that the owner writes a
+ * full buffer as it is), then the owner's scratch space for re-encoding
+ * what remains after another thread took a part (see rework). */
 #define AB_FREE  0u
 #define AB_OWNED 1u
 #define ABUF_BYTES (64u << 10)
-#define ABUF_HDR 64u
+#define ABUF_HDR 1152u
 #define ABUF_CAP (ABUF_BYTES - ABUF_HDR)
+#define ABUF_MAP (2 * ABUF_BYTES) /* the buffer and the owner's scratch (touched only when used) */
 struct abuf {
 	struct abuf *next;  /* every buffer: a list, never unlinked */
 	uint32_t state;     /* AB_* */
@@ -125,6 +148,8 @@ struct abuf {
 	uint32_t nrec;      /* records in data[0:used] (the owner's count) */
 	uint32_t pad1;
 	uint64_t pad[1];
+	struct aenc enc;    /* the owner's encoder, after data[used-1] */
+	uint8_t pad2[ABUF_HDR - 64 - sizeof(struct aenc)];
 	uint8_t data[];     /* at ABUF_HDR */
 };
 _Static_assert(offsetof(struct abuf, data) == ABUF_HDR, "abuf header");
@@ -457,43 +482,236 @@ static inline uint64_t next_seq(void)
 	return FADD(&aseq, 1) + 1;
 }
 
-/* the records of data[0:n): how many (a prefix of whole ones) and their bytes */
-static uint32_t count_records(const uint8_t *d, uint64_t n, uint64_t *whole)
+/* The compact encoding (FORMAT.md, ALLOCS "Compact records"): a head
+ * byte (kind, and which of seq, time, flags/prot/path differ from the
+ * default), zigzag LEB128 deltas against the previous record, the site as
+ * a slot of a table of recent sites. */
+#define CH_SEQ  0x20u /* a seq delta follows (else the previous seq + 1) */
+#define CH_TIME 0x40u /* a time delta follows (else the previous time) */
+#define CH_EXT  0x80u /* flags, prot and path follow (else 0, 0, none) */
+#define CS_NEW  0x80u /* site byte: the site follows, for slot (byte & 0x7f) */
+
+static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
 {
-	uint64_t off = 0;
-	uint32_t k = 0, plen;
-	while (off + REC_FIXED <= n) {
-		__builtin_memcpy(&plen, d + off + 56, 4);
-		if (plen > REC_PATH || off + REC_FIXED + plen > n)
-			break;
-		off += REC_FIXED + plen;
-		k++;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
 	}
-	*whole = off;
-	return k;
+	*p++ = (uint8_t)v;
+	return p;
 }
 
-/* An ALLOCS chunk of the records recs[0:n) (k of them; ~0u: count them). */
+static inline uint64_t zigzag(uint64_t d) { return (d << 1) ^ (uint64_t)((int64_t)d >> 63); }
+static inline uint64_t unzigzag(uint64_t u) { return (u >> 1) ^ -(u & 1); }
+static inline int moves(uint16_t kind) { return kind == AK_REALLOC || kind == AK_REALLOCARRAY || kind == AK_MREMAP; }
+/* a site's slot in the table: any choice decodes (the slot is in the
+ * record); a hash keeps a few hot sites apart */
+static inline uint32_t site_slot(uint64_t site) { return (uint32_t)((site * 0x9E3779B97F4A7C15ull) >> 57); }
+
+static void enc_reset(struct aenc *s)
+{
+	zero_bytes(s, sizeof *s);
+}
+
+/* One compact record at p (room for CREC_MAX(plen) bytes); returns its end. */
+static inline __attribute__((always_inline)) uint8_t *enc_record(struct aenc *s, uint8_t *p, uint64_t seq, uint64_t time,
+								uint16_t kind, uint64_t addr, uint64_t size, uint64_t old,
+								uint64_t site, uint16_t flags, uint32_t prot,
+								const char *path, uint32_t plen)
+{
+	uint8_t *h = p++;
+	uint32_t head = kind & 0x1f, slot = site_slot(site);
+	if (UNLIKELY(seq != s->seq + 1)) {
+		head |= CH_SEQ;
+		p = put_uv(p, zigzag(seq - s->seq));
+	}
+	if (UNLIKELY(time != s->time)) {
+		head |= CH_TIME;
+		p = put_uv(p, zigzag(time - s->time));
+	}
+	p = put_uv(p, zigzag(addr - s->addr));
+	p = put_uv(p, size);
+	if (moves(kind))
+		p = put_uv(p, zigzag(old - addr));
+	if (__builtin_expect(s->site[slot] == site, 1)) {
+		*p++ = (uint8_t)slot;
+	} else {
+		*p++ = (uint8_t)(CS_NEW | slot);
+		p = put_uv(p, site);
+		s->site[slot] = site;
+	}
+	if (UNLIKELY(flags | prot | plen)) {
+		head |= CH_EXT;
+		p = put_uv(p, flags);
+		p = put_uv(p, prot);
+		p = put_uv(p, plen);
+		copy_bytes(p, path, plen);
+		p += plen;
+	}
+	*h = (uint8_t)head;
+	s->seq = seq;
+	s->time = time;
+	s->addr = addr;
+	return p;
+}
+
+/* A decoded record; path points into the input. */
+struct arec {
+	uint64_t seq, time, addr, size, old, site;
+	uint16_t kind, flags;
+	uint32_t prot, plen;
+	const uint8_t *path;
+};
+
+static const uint8_t *get_uv(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (unsigned sh = 0; sh < 64 && p < end; sh += 7) {
+		uint8_t c = *p++;
+		x |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			*v = x;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* The compact record at p (before end); its end, or NULL when it is not
+ * one (a torn copy: the caller's claim then fails). */
+static const uint8_t *dec_record(struct aenc *s, const uint8_t *p, const uint8_t *end, struct arec *r)
+{
+	uint64_t v, slot;
+	uint32_t head;
+	if (p >= end)
+		return NULL;
+	head = *p++;
+	r->kind = (uint16_t)(head & 0x1f);
+	if (!r->kind)
+		return NULL;
+	r->seq = s->seq + 1;
+	if (head & CH_SEQ) {
+		if (!(p = get_uv(p, end, &v)))
+			return NULL;
+		r->seq = s->seq + unzigzag(v);
+	}
+	r->time = s->time;
+	if (head & CH_TIME) {
+		if (!(p = get_uv(p, end, &v)))
+			return NULL;
+		r->time = s->time + unzigzag(v);
+	}
+	if (!(p = get_uv(p, end, &v)))
+		return NULL;
+	r->addr = s->addr + unzigzag(v);
+	if (!(p = get_uv(p, end, &r->size)))
+		return NULL;
+	r->old = 0;
+	if (moves(r->kind)) {
+		if (!(p = get_uv(p, end, &v)))
+			return NULL;
+		r->old = r->addr + unzigzag(v);
+	}
+	if (p >= end)
+		return NULL;
+	slot = *p++;
+	if (slot & CS_NEW) {
+		slot &= 0x7f;
+		if (!(p = get_uv(p, end, &s->site[slot])))
+			return NULL;
+	}
+	r->site = s->site[slot];
+	r->flags = 0;
+	r->prot = 0;
+	r->plen = 0;
+	r->path = NULL;
+	if (head & CH_EXT) {
+		uint64_t f, pr, n;
+		if (!(p = get_uv(p, end, &f)) || !(p = get_uv(p, end, &pr)) || !(p = get_uv(p, end, &n)))
+			return NULL;
+		if (f > 0xffff || pr > 0xffffffffu || n > REC_PATH || n > (uint64_t)(end - p))
+			return NULL;
+		r->flags = (uint16_t)f;
+		r->prot = (uint32_t)pr;
+		r->plen = (uint32_t)n;
+		r->path = p;
+		p += n;
+	}
+	s->seq = r->seq;
+	s->time = r->time;
+	s->addr = r->addr;
+	return p;
+}
+
+/* An ALLOCS chunk of the compact records recs[0:n) (k of them). A reader
+ * before format 1.5 sees 2^32-1 records at offset 32 and rejects the chunk
+ * rather than misread it; the count is at 36. */
 static void allocs_chunk(uint64_t serial, uint32_t tid, uint32_t flags, uint64_t lost, const uint8_t *recs, uint64_t n,
 			 uint32_t k)
 {
 	uint8_t fix[40];
 	struct iovec iov[3];
-	uint64_t whole = n;
-	if (k == ~0u)
-		k = count_records(recs, n, &whole);
 	put64(fix, serial);
 	put32(fix + 8, tid);
-	put32(fix + 12, flags);
+	put32(fix + 12, flags | VPTRACE_ALLOCS_COMPACT);
 	put64(fix + 16, vpt_now());
 	put64(fix + 24, lost);
-	put32(fix + 32, k);
-	put32(fix + 36, 0);
+	put32(fix + 32, ~0u);
+	put32(fix + 36, k);
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
 	iov[2].iov_base = (void *)recs;
-	iov[2].iov_len = whole;
+	iov[2].iov_len = n;
 	vrt_write_chunk(CH_ALLOCS, iov, 3);
+}
+
+/* Re-encoding: a chunk's records are encoded from a zeroed state, so the
+ * records of a buffer from an offset other than its start (what remains
+ * after a stealer took a part, or the part a stealer takes) are decoded
+ * from the buffer's start and encoded again. The work space: */
+struct rework {
+	struct aenc dec, enc;
+	uint8_t out[];
+};
+
+/* The compact records of d[0:n) from offset from on: decodes from the
+ * start; with w, encodes those from from on again into w->out (cap bytes)
+ * and writes them as chunks (a chunk whenever out fills; the last one with
+ * flags, written even empty when force). Returns the end of the last whole
+ * record, or 0 when from is not a record's start (a torn copy). */
+static uint64_t rework(const uint8_t *d, uint64_t n, uint64_t from, struct rework *w, uint64_t cap, uint64_t serial,
+		       uint32_t tid, uint32_t flags, uint64_t lost, int emit, int force)
+{
+	const uint8_t *p = d, *end = d + n, *q;
+	uint64_t o = 0;
+	uint32_t k = 0;
+	struct arec r;
+	int at_from = from == 0;
+	enc_reset(&w->dec);
+	enc_reset(&w->enc);
+	while (p < end && (q = dec_record(&w->dec, p, end, &r)) != NULL) {
+		if ((uint64_t)(p - d) == from)
+			at_from = 1;
+		if ((uint64_t)(p - d) >= from && emit) {
+			if (o + CREC_MAX(r.plen) > cap) {
+				allocs_chunk(serial, tid, 0, lost, w->out, o, k);
+				enc_reset(&w->enc);
+				o = 0;
+				k = 0;
+			}
+			o = (uint64_t)(enc_record(&w->enc, w->out + o, r.seq, r.time, r.kind, r.addr, r.size, r.old, r.site,
+						  r.flags, r.prot, (const char *)r.path, r.plen) - w->out);
+			k++;
+		}
+		p = q;
+	}
+	if ((uint64_t)(p - d) == from)
+		at_from = 1;
+	if (!at_from)
+		return 0;
+	if (emit && (k || force))
+		allocs_chunk(serial, tid, flags, lost, w->out, o, k);
+	return (uint64_t)(p - d);
 }
 
 /* Whether chunks can be written now: the trace file is open, or a fork
@@ -544,10 +762,15 @@ static int flush_own(struct abuf *b, uint32_t flags)
 	if (w && LOAD(&vrt_clock_pid) != vpt_pid)
 		vrt_clock_bump(); /* no clock thread (yet, or VPTRACE_CLOCK_US=0) */
 	old = claim_close(b);
-	if (w && ((uint32_t)old < used || (flags && b->lost)))
-		allocs_chunk(b->serial, b->tid, flags, b->lost, b->data + (uint32_t)old, used - (uint32_t)old,
-			     (uint32_t)old == 0 ? b->nrec : ~0u);
+	if (w && ((uint32_t)old < used || (flags && b->lost))) {
+		if ((uint32_t)old == 0)
+			allocs_chunk(b->serial, b->tid, flags, b->lost, b->data, used, b->nrec);
+		else /* the rest after a stealer's part, encoded again in the scratch space */
+			rework(b->data, used, (uint32_t)old, (struct rework *)(void *)((uint8_t *)b + ABUF_BYTES),
+			       ABUF_BYTES - sizeof(struct rework), b->serial, b->tid, flags, b->lost, 1, 1);
+	}
 	b->nrec = 0;
+	enc_reset(&b->enc);
 	STORE(&b->used, 0);
 	claim_reopen(b, old);
 	errno = e;
@@ -558,7 +781,11 @@ static int flush_own(struct abuf *b, uint32_t flags)
  * (or one of a thread that no longer runs) and write them. */
 static void steal(struct abuf *b)
 {
+	/* the buffer's records (all of them: the part taken is decoded from
+	 * the start) and the re-encoding's space; the stealers' (steal_lock) */
 	static uint8_t copy[ABUF_CAP];
+	static uint8_t space[sizeof(struct rework) + ABUF_CAP] __attribute__((aligned(64)));
+	struct rework *w = (struct rework *)(void *)space;
 	for (int tries = 0; tries < 100; tries++) {
 		uint64_t c = LOAD(&b->claim), u, whole, serial, lost;
 		uint32_t from = (uint32_t)c, tid;
@@ -567,14 +794,14 @@ static void steal(struct abuf *b)
 		u = LOADA(&b->used);
 		if (u <= from || u > ABUF_CAP)
 			return;
-		copy_bytes(copy, b->data + from, u - from);
-		count_records(copy, u - from, &whole);
+		copy_bytes(copy, b->data, u);
+		whole = rework(copy, u, from, w, 0, 0, 0, 0, 0, 0, 0);
 		serial = LOAD(&b->serial);
 		tid = LOAD(&b->tid);
 		lost = LOAD(&b->lost);
-		if (whole == 0 || !CAS(&b->claim, &c, (c & ~0xffffffffull) | (from + whole)))
+		if (whole <= from || !CAS(&b->claim, &c, (c & ~0xffffffffull) | whole))
 			continue;
-		allocs_chunk(serial, tid, 0, lost, copy, whole, ~0u);
+		rework(copy, whole, from, w, ABUF_CAP, serial, tid, 0, lost, 1, 0);
 		return;
 	}
 }
@@ -609,7 +836,7 @@ static struct abuf *buf_get(struct athread *a)
 			break;
 	}
 	if (!b) {
-		long m = sc6(SYS_mmap, 0, ABUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		long m = sc6(SYS_mmap, 0, ABUF_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m < 0 && m > -4096)
 			return NULL;
 		b = (struct abuf *)m;
@@ -636,23 +863,6 @@ static struct abuf *buf_get(struct athread *a)
 	return b;
 }
 
-static inline void put_record(uint8_t *r, uint64_t seq, uint16_t kind, uint64_t addr, uint64_t size, uint64_t old,
-			      uint64_t site, uint16_t flags, uint32_t prot, const char *path, uint32_t plen)
-{
-	put64(r, seq);
-	put64(r + 8, LOAD(&vpt_hot.clock));
-	put64(r + 16, addr);
-	put64(r + 24, size);
-	put64(r + 32, old);
-	put64(r + 40, site);
-	put16(r + 48, kind);
-	put16(r + 50, flags);
-	put32(r + 52, prot);
-	put32(r + 56, plen);
-	if (plen)
-		copy_bytes(r + REC_FIXED, path, plen);
-}
-
 static void lost_one(struct athread *a)
 {
 	if (a->buf)
@@ -666,7 +876,7 @@ static void record(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr
 		   uint64_t site, uint16_t flags, uint32_t prot, const char *path, uint32_t plen)
 {
 	struct abuf *b;
-	uint64_t used, n = REC_FIXED + plen;
+	uint64_t used, n = CREC_MAX(plen), t = LOAD(&vpt_hot.clock);
 	if (a->flags & AT_APPEND) {
 		lost_one(a); /* a signal handler interrupted the thread's own appending */
 		return;
@@ -674,8 +884,10 @@ static void record(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr
 	a->flags |= AT_APPEND;
 	if (UNLIKELY(a->flags & AT_EXITED)) {
 		/* after the thread's exit flush (a later TLS destructor): a chunk of its own */
-		uint8_t one[REC_FIXED + REC_PATH];
-		put_record(one, seq, kind, addr, size, old, site, flags, prot, path, plen);
+		uint8_t one[CREC_MAX(REC_PATH)];
+		struct aenc s;
+		enc_reset(&s);
+		n = (uint64_t)(enc_record(&s, one, seq, t, kind, addr, size, old, site, flags, prot, path, plen) - one);
 		if (can_write())
 			allocs_chunk((vpt_t.flags & VTF_SETUP) ? vpt_t.serial : 0, sys_gettid(), VPTRACE_ALLOCS_FINAL, a->lost, one, n, 1);
 		goto out;
@@ -693,7 +905,8 @@ static void record(struct athread *a, uint64_t seq, uint16_t kind, uint64_t addr
 		}
 		used = 0;
 	}
-	put_record(b->data + used, seq, kind, addr, size, old, site, flags, prot, path, plen);
+	n = (uint64_t)(enc_record(&b->enc, b->data + used, seq, t, kind, addr, size, old, site, flags, prot, path, plen) -
+		       (b->data + used));
 	if (UNLIKELY(b->serial != vpt_t.serial) && (vpt_t.flags & VTF_SETUP))
 		STORE(&b->serial, vpt_t.serial);
 	b->nrec++;
@@ -718,12 +931,13 @@ static inline __attribute__((always_inline)) void record_blk(struct athread *a, 
 		a->flags |= AT_APPEND;
 		BARRIER();
 		uint64_t used = b->used;
-		if (__builtin_expect(used + REC_FIXED <= ABUF_CAP && !LOAD(&afinal) &&
+		if (__builtin_expect(used + CREC_BLK <= ABUF_CAP && !LOAD(&afinal) &&
 					     (b->serial == vpt_t.serial || !(vpt_t.flags & VTF_SETUP)),
 				     1)) {
-			put_record(b->data + used, seq, kind, addr, size, old, site, 0, 0, NULL, 0);
+			uint8_t *e = enc_record(&b->enc, b->data + used, seq, LOAD(&vpt_hot.clock), kind, addr, size, old,
+						site, 0, 0, NULL, 0);
 			b->nrec++;
-			STORER(&b->used, used + REC_FIXED);
+			STORER(&b->used, (uint64_t)(e - b->data));
 			BARRIER();
 			a->flags &= ~AT_APPEND;
 			return;
@@ -1449,6 +1663,7 @@ HIDDEN void vrt_alloc_child(void)
 		uint64_t old = LOAD(&b->claim) & ~(uint64_t)VPT_CLAIM_CLOSED;
 		STORE(&b->used, 0);
 		b->nrec = 0;
+		enc_reset(&b->enc);
 		STORE(&b->lost, 0);
 		STORE(&b->serial, 0);
 		claim_reopen(b, old);
@@ -1558,6 +1773,7 @@ __attribute__((constructor(101))) static void alloc_init(void)
 		for (struct abuf *b = LOADA(&abufs); b; b = b->next) {
 			STORE(&b->used, 0);
 			b->nrec = 0;
+			enc_reset(&b->enc);
 		}
 	}
 	pthread_atfork(NULL, NULL, atfork_child);

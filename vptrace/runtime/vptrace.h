@@ -320,6 +320,7 @@ void vpt_blocks_thread(void);
 
 /* ALLOCS flags (chunk 12, 1.3) */
 #define VPTRACE_ALLOCS_FINAL 1u /* the thread's last records: it exited */
+#define VPTRACE_ALLOCS_COMPACT 2u /* compact records (1.5; FORMAT.md) */
 
 #ifndef __ASSEMBLER__
 #ifdef __cplusplus

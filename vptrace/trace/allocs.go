@@ -1,6 +1,9 @@
 package trace
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Allocation events, mappings and thread memory ranges (format 1.3): what
 // lets a reader name a page's owner by its address — the heap block an
@@ -89,6 +92,11 @@ type AllocEvent struct {
 	Path  string // mmap of a file: its path
 }
 
+// AllocsCompact is the ALLOCS chunk flag of compact records (format 1.5,
+// FORMAT.md); DecodeAllocs reads both encodings and leaves it out of
+// Allocs.Flags.
+const AllocsCompact = 2
+
 // Allocs is one thread's allocation events (chunk ALLOCS, 1.3).
 type Allocs struct {
 	Serial uint64 // the thread (0: not yet known to the runtime)
@@ -99,12 +107,14 @@ type Allocs struct {
 	Events []AllocEvent
 }
 
-// AppendPayload appends the chunk payload of a.
+// AppendPayload appends the chunk payload of a, with fixed-size records
+// (what runtimes before format 1.5 wrote; AppendCompactPayload for the
+// runtime's encoding).
 func (a *Allocs) AppendPayload(dst []byte) []byte {
 	e := enc{dst}
 	e.u64(a.Serial)
 	e.u32(a.TID)
-	e.u32(a.Flags)
+	e.u32(a.Flags &^ AllocsCompact)
 	e.u64(a.Time)
 	e.u64(a.Lost)
 	e.u32(uint32(len(a.Events)))
@@ -127,14 +137,94 @@ func (a *Allocs) AppendPayload(dst []byte) []byte {
 // allocRecMin is the size of an ALLOCS record without its path.
 const allocRecMin = 6*8 + 2 + 2 + 4 + 4
 
-// DecodeAllocs decodes a ChunkAllocs payload.
+// Compact records (FORMAT.md, ALLOCS): the head byte's bits, the site
+// byte's, the table of recent sites, the smallest record.
+const (
+	compactKind   = 0x1f
+	compactSeq    = 0x20 // a seq delta follows (else the previous seq + 1)
+	compactTime   = 0x40 // a time delta follows (else the previous time)
+	compactExt    = 0x80 // flags, prot and path follow
+	compactNew    = 0x80 // site byte: the site follows, for slot byte&0x7f
+	compactSites  = 128
+	compactRecMin = 4 // head, address, size, site
+	compactPath   = 4096
+)
+
+// allocState is the compact encoding's state: the previous record's seq,
+// time and address, and the recent sites; zero at a chunk's start.
+type allocState struct {
+	seq, time, addr uint64
+	sites           [compactSites]uint64
+}
+
+// AppendCompactPayload appends the chunk payload of a with compact records,
+// as the runtime writes them (format 1.5). Kinds must be 1 to 31, paths at
+// most 4096 bytes.
+func (a *Allocs) AppendCompactPayload(dst []byte) []byte {
+	e := enc{dst}
+	e.u64(a.Serial)
+	e.u32(a.TID)
+	e.u32(a.Flags | AllocsCompact)
+	e.u64(a.Time)
+	e.u64(a.Lost)
+	e.u32(^uint32(0))
+	e.u32(uint32(len(a.Events)))
+	b := e.b
+	var s allocState
+	for _, v := range a.Events {
+		head := byte(v.Kind) & compactKind
+		at := len(b)
+		b = append(b, 0)
+		if v.Seq != s.seq+1 {
+			head |= compactSeq
+			b = binary.AppendVarint(b, int64(v.Seq-s.seq))
+		}
+		if v.Time != s.time {
+			head |= compactTime
+			b = binary.AppendVarint(b, int64(v.Time-s.time))
+		}
+		b = binary.AppendVarint(b, int64(v.Addr-s.addr))
+		b = binary.AppendUvarint(b, v.Size)
+		if v.Kind.Moves() {
+			b = binary.AppendVarint(b, int64(v.Old-v.Addr))
+		}
+		slot := byte((v.Site * 0x9E3779B97F4A7C15) >> 57)
+		if s.sites[slot] == v.Site {
+			b = append(b, slot)
+		} else {
+			b = append(b, compactNew|slot)
+			b = binary.AppendUvarint(b, v.Site)
+			s.sites[slot] = v.Site
+		}
+		if v.Flags != 0 || v.Prot != 0 || v.Path != "" {
+			head |= compactExt
+			b = binary.AppendUvarint(b, uint64(v.Flags))
+			b = binary.AppendUvarint(b, uint64(v.Prot))
+			b = binary.AppendUvarint(b, uint64(len(v.Path)))
+			b = append(b, v.Path...)
+		}
+		b[at] = head
+		s.seq, s.time, s.addr = v.Seq, v.Time, v.Addr
+	}
+	return b
+}
+
+// DecodeAllocs decodes a ChunkAllocs payload: fixed-size records (formats
+// 1.3, 1.4) or compact ones (1.5, the AllocsCompact flag).
 func DecodeAllocs(p []byte) (*Allocs, error) {
 	d := dec{b: p}
 	a := &Allocs{Serial: d.u64(), TID: d.u32(), Flags: d.u32(), Time: d.u64(), Lost: d.u64()}
 	n := d.u32()
-	d.u32()
+	n2 := d.u32()
 	if d.err != nil {
 		return nil, d.err
+	}
+	if a.Flags&AllocsCompact != 0 {
+		a.Flags &^= AllocsCompact
+		if err := decodeCompact(a, n2, p[d.off:]); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	if uint64(n)*allocRecMin > uint64(len(p)-d.off) {
 		return nil, fmt.Errorf("allocs: %d records in %d bytes", n, len(p)-d.off)
@@ -150,6 +240,107 @@ func DecodeAllocs(p []byte) (*Allocs, error) {
 		}
 	}
 	return a, nil
+}
+
+// decodeCompact decodes n compact records from p into a.Events.
+func decodeCompact(a *Allocs, n uint32, p []byte) error {
+	if uint64(n)*compactRecMin > uint64(len(p)) {
+		return fmt.Errorf("allocs: %d compact records in %d bytes", n, len(p))
+	}
+	var s allocState
+	off := 0
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(p[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return v, true
+	}
+	sv := func() (uint64, bool) {
+		v, k := binary.Varint(p[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return uint64(v), true
+	}
+	a.Events = make([]AllocEvent, n)
+	for i := range a.Events {
+		v := &a.Events[i]
+		at := off
+		bad := func(what string) error {
+			return fmt.Errorf("allocs: compact record %d at byte %d: %s", i, at, what)
+		}
+		if off >= len(p) {
+			return bad("short")
+		}
+		head := p[off]
+		off++
+		v.Kind = AllocKind(head & compactKind)
+		if v.Kind == 0 {
+			return bad("kind 0")
+		}
+		v.Seq, v.Time = s.seq+1, s.time
+		if head&compactSeq != 0 {
+			x, ok := sv()
+			if !ok {
+				return bad("bad seq delta")
+			}
+			v.Seq = s.seq + x
+		}
+		if head&compactTime != 0 {
+			x, ok := sv()
+			if !ok {
+				return bad("bad time delta")
+			}
+			v.Time = s.time + x
+		}
+		x, ok := sv()
+		if !ok {
+			return bad("bad address delta")
+		}
+		v.Addr = s.addr + x
+		if v.Size, ok = uv(); !ok {
+			return bad("bad size")
+		}
+		if v.Kind.Moves() {
+			if x, ok = sv(); !ok {
+				return bad("bad old address")
+			}
+			v.Old = v.Addr + x
+		}
+		if off >= len(p) {
+			return bad("short")
+		}
+		slot := p[off]
+		off++
+		if slot&compactNew != 0 {
+			slot &^= compactNew
+			if s.sites[slot], ok = uv(); !ok {
+				return bad("bad site")
+			}
+		}
+		v.Site = s.sites[slot]
+		if head&compactExt != 0 {
+			f, ok1 := uv()
+			pr, ok2 := uv()
+			l, ok3 := uv()
+			switch {
+			case !ok1 || !ok2 || !ok3:
+				return bad("bad flags, prot or path")
+			case f > 0xffff || pr > 0xffffffff:
+				return bad(fmt.Sprintf("flags %#x, prot %#x too large", f, pr))
+			case l > compactPath || l > uint64(len(p)-off):
+				return bad(fmt.Sprintf("path of %d bytes", l))
+			}
+			v.Flags, v.Prot = uint16(f), uint32(pr)
+			v.Path = string(p[off : off+int(l)])
+			off += int(l)
+		}
+		s.seq, s.time, s.addr = v.Seq, v.Time, v.Addr
+	}
+	return nil
 }
 
 // Maps reasons.

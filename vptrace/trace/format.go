@@ -25,7 +25,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 4
+	Minor      = 5
 	PageShift  = abi.PageShift
 	PageSize   = abi.PageSize
 

@@ -307,6 +307,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(ChunkRaw), (&Raw{Events: []Event{{Page1: 1, Site: 2, Time: 3}}}).AppendPayload(nil))
 	f.Add(uint16(ChunkStatus), (&Status{Flags: StatusWriteError, Errno: 28}).AppendPayload(nil))
 	f.Add(uint16(ChunkAllocs), (&Allocs{Events: []AllocEvent{{Seq: 1, Kind: AllocMmap, Path: "/f"}}}).AppendPayload(nil))
+	f.Add(uint16(ChunkAllocs), (&Allocs{Events: []AllocEvent{{Seq: 1, Kind: AllocMmap, Path: "/f"}, {Seq: 5, Kind: AllocRealloc, Old: 9}}}).AppendCompactPayload(nil))
 	f.Add(uint16(ChunkMaps), (&Maps{Maps: []Mapping{{Start: 1, End: 2, Path: "[stack]"}}}).AppendPayload(nil))
 	f.Add(uint16(ChunkThread), (&ThreadStart{Stack: Range{1, 2}, TLS: []Range{{3, 4}}}).AppendPayload(nil))
 	f.Fuzz(func(t *testing.T, typ uint16, p []byte) {

@@ -256,10 +256,11 @@ static int forktest(void)
 	return 0;
 }
 
-/* many records: buffers fill and are written more than once */
+/* many records: buffers fill and are written more than once (compact
+ * records: 80000 of them, a few bytes each, fill several) */
 static int many(void)
 {
-	for (int r = 0; r < 5000; r++) {
+	for (int r = 0; r < 40000; r++) {
 		char *p = f_malloc(16 + (size_t)(r % 100));
 		E("malloc", f_malloc, p, 16 + (size_t)(r % 100), 0);
 		f_free(p);
