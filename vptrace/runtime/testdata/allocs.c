@@ -351,10 +351,16 @@ static int signals(void)
 	sigaction(SIGPROF, &sa, NULL);
 	main_thread = pthread_self();
 	pthread_create(&k, NULL, kicker, NULL);
-	f_loop(200000);
+	/* until enough signals came (the loop takes a few ms: the kicker may
+	 * not run that soon on a busy machine) */
+	long n = 0;
+	do {
+		f_loop(100000);
+		n += 100000;
+	} while (handled < 60 && n < 5000000);
 	loop_done = 1;
 	pthread_join(k, NULL);
-	line("S %ld", handled);
+	line("S %ld %ld", handled, n);
 	return 0;
 }
 
@@ -386,8 +392,8 @@ static int execd(void)
 NOINLINE void f_stress(long n)
 {
 	for (long i = 0; i < n; i++) {
-		sink = malloc(16 + (size_t)(i & 255));
-		free(sink);
+		void *volatile p = malloc(16 + (size_t)(i & 255)); /* (not sink: the threads' own) */
+		free(p);
 	}
 }
 
@@ -425,6 +431,40 @@ static int stress(void)
 	return 0;
 }
 
+/* the seq counter becomes shared while its owner, the main thread,
+ * takes seqs as fast as it can (rt_alloc.c, next_seq): threads start
+ * while it loops, each one's first allocation switches it (or finds it
+ * switched) */
+NOINLINE void f_solo(long n)
+{
+	for (long i = 0; i < n; i++) {
+		void *volatile p = malloc(16);
+		free(p);
+	}
+}
+
+static void *switch_worker(void *arg)
+{
+	(void)arg;
+	f_solo(1000);
+	line("W %d %d", gettid_(), 2000);
+	return NULL;
+}
+
+static int seqswitch(void)
+{
+	pthread_t t[4];
+	f_solo(1000);
+	for (int i = 0; i < 4; i++) {
+		pthread_create(&t[i], NULL, switch_worker, NULL);
+		f_solo(20000);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	line("W %d %d", gettid_(), 2 * (1000 + 4 * 20000));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "kinds";
@@ -450,6 +490,8 @@ int main(int argc, char **argv)
 		r = signals();
 	else if (!strcmp(s, "stress"))
 		r = stress();
+	else if (!strcmp(s, "seqswitch"))
+		r = seqswitch();
 	else if (!strcmp(s, "exec"))
 		r = exectest("/proc/self/exe");
 	else if (!strcmp(s, "execd"))
