@@ -308,6 +308,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define W_BACKLOG 8u
 #define W_MAXOBJ 16u
 #define W_BLOCKS 32u
+#define W_WAIT 128u
 
 /* chunks (rt_output.c) */
 #define CH_HEADER 1
@@ -321,6 +322,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define CH_STATUS 9
 #define CH_BLOCKS 10
 #define CH_COUNTS 11
+#define CH_DEFLATE 14 /* (CH_ALLOCS, CH_MAPS below) */
 
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
@@ -352,6 +354,8 @@ extern HIDDEN uint32_t vrt_cfg_buf_cap;
 extern HIDDEN size_t vrt_cfg_buf_bytes;
 extern HIDDEN uint64_t vrt_cfg_max_bytes;
 extern HIDDEN uint32_t vrt_cfg_backlog;
+extern HIDDEN int vrt_cfg_backlog_wait_ms;
+extern HIDDEN int vrt_cfg_compress;
 extern HIDDEN int vrt_cfg_exit_timeout_ms;
 extern HIDDEN char vrt_out_pattern[4096];
 extern HIDDEN char vrt_out_path[4096];
@@ -367,6 +371,7 @@ extern HIDDEN uint32_t vrt_warned;
 extern HIDDEN uint64_t vrt_free_head;
 extern HIDDEN uint32_t vrt_queue_head;
 extern HIDDEN uint32_t vrt_nqueued;
+extern HIDDEN uint32_t vrt_taken_seq, vrt_backlog_waiters, vrt_backlog_stuck;
 extern HIDDEN uint32_t vrt_wake_seq, vrt_consumer_sleeping;
 extern HIDDEN uint32_t vrt_flush_req, vrt_flush_done_ctr, vrt_final_req;
 extern HIDDEN int vrt_final_started, vrt_final_done;
@@ -396,6 +401,7 @@ extern HIDDEN void vrt_free_push(struct vpt_buf *b);
 extern HIDDEN struct vpt_buf *vrt_buf_get(struct vpt_thread *t, int force);
 extern HIDDEN uint64_t vrt_claim_bump(struct vpt_buf *b);
 extern HIDDEN void vrt_wake_consumer(void);
+extern HIDDEN int vrt_backlog_wait(void);
 extern HIDDEN void vrt_queue_push(struct vpt_buf *b);
 extern HIDDEN void vrt_raw_write_own(struct vpt_thread *t, struct vpt_buf *b, uint64_t n, uint32_t flags);
 extern HIDDEN void vrt_c_steal_all(int include_queued);

@@ -176,9 +176,53 @@ uint32_t vpt_queue_take(void)
 		h = next;
 		n++;
 	}
-	if (n)
+	if (n) {
 		FADD(&vrt_nqueued, -n);
+		FADD(&vrt_taken_seq, 1);
+		if (LOAD(&vrt_backlog_waiters))
+			futex_wake(&vrt_taken_seq);
+	}
 	return prev;
+}
+
+/* The queue holds VPTRACE_BACKLOG buffers: wait for the consumer to take
+ * them (up to VPTRACE_BACKLOG_WAIT_MS), so that the thread hands its
+ * buffer over instead of writing it raw (24 bytes an event, uncompressed:
+ * a burst the aggregator cannot follow made most of a trace's bytes).
+ * Returns 1 when the queue has room. No wait when waiting is off, while
+ * the exit flush is asked for, when the consumer is not running, or after
+ * a wait timed out until the consumer takes the queue again (a consumer
+ * that stopped taking costs each thread one wait, not one per buffer). */
+HIDDEN int vrt_backlog_wait(void)
+{
+	uint64_t deadline;
+	uint32_t stuck = LOAD(&vrt_backlog_stuck);
+	int ok = 0;
+	if (vrt_cfg_backlog_wait_ms <= 0 || (stuck && stuck - 1 == LOAD(&vrt_taken_seq)))
+		return 0;
+	deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)vrt_cfg_backlog_wait_ms * 1000000ull;
+	vrt_warn_once(W_WAIT, vrt_cfg_backlog, "consumer behind (VPTRACE_BACKLOG): threads wait for it (VPTRACE_BACKLOG_WAIT_MS)");
+	FADD(&vrt_backlog_waiters, 1);
+	for (;;) {
+		uint32_t seq = LOAD(&vrt_taken_seq);
+		uint64_t now;
+		if (LOAD(&vrt_nqueued) < vrt_cfg_backlog) {
+			ok = 1;
+			break;
+		}
+		if (LOAD(&vrt_final_req) || LOAD(&vrt_final_done) || LOAD(&vrt_go_alive) != GO_RUNNING)
+			break;
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (now >= deadline) {
+			STORE(&vrt_backlog_stuck, seq + 1);
+			break;
+		}
+		vrt_wake_consumer();
+		/* (slices of 10 ms: the exit flush does not wake waiters) */
+		futex_wait(&vrt_taken_seq, seq, (deadline - now) / 1000000ull < 10 ? (int)((deadline - now) / 1000000ull) + 1 : 10);
+	}
+	FADD(&vrt_backlog_waiters, -1u);
+	return ok;
 }
 
 int vpt_consumer_wait(int timeout_ms)

@@ -427,6 +427,7 @@ static void read_config(void)
 	static const char *const off[] = {"off", "0", "no", "false", "disable", "disabled", NULL};
 	static const char *const stopped[] = {"stopped", "stop", "0", "no", "off", NULL};
 	static const char *const yes[] = {"1", "yes", "true", "on", NULL};
+	static const char *const zero[] = {"0", NULL}; /* (as the Go aggregator reads VPTRACE_COMPRESS) */
 	const char *out = getenv("VPTRACE_OUT");
 	size_t len = 0;
 	int kb;
@@ -443,6 +444,8 @@ static void read_config(void)
 	vrt_cfg_buf_cap = (uint32_t)((vrt_cfg_buf_bytes - VPT_BUF_HDR) / VPT_EV_SIZE);
 	vrt_cfg_max_bytes = (uint64_t)env_int("VPTRACE_MAXMB", 1024, 1, 1 << 20) << 20;
 	vrt_cfg_backlog = (uint32_t)env_int("VPTRACE_BACKLOG", 256, 1, 1 << 20);
+	vrt_cfg_backlog_wait_ms = env_int("VPTRACE_BACKLOG_WAIT_MS", 1000, 0, 600000);
+	vrt_cfg_compress = !env_is("VPTRACE_COMPRESS", zero);
 	vrt_cfg_exit_timeout_ms = env_int("VPTRACE_EXIT_TIMEOUT_MS", 5000, 0, 600000);
 	if (env_is("VPTRACE_RAW", yes)) {
 		vrt_mode = MODE_C;

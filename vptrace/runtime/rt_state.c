@@ -108,7 +108,9 @@ HIDDEN int vrt_cfg_clock_us = 1000;
 HIDDEN uint32_t vrt_cfg_buf_cap;          /* events per buffer */
 HIDDEN size_t vrt_cfg_buf_bytes;          /* bytes per buffer (page multiple) */
 HIDDEN uint64_t vrt_cfg_max_bytes = 1024ull << 20;
-HIDDEN uint32_t vrt_cfg_backlog = 256;    /* queued buffers before writing raw */
+HIDDEN uint32_t vrt_cfg_backlog = 256;    /* queued buffers before threads wait, then write raw */
+HIDDEN int vrt_cfg_backlog_wait_ms = 1000; /* how long a thread waits for the consumer then */
+HIDDEN int vrt_cfg_compress = 1;          /* C chunks in DEFLATE chunks (VPTRACE_COMPRESS=0: no) */
 HIDDEN int vrt_cfg_exit_timeout_ms = 5000;
 
 HIDDEN char vrt_out_pattern[4096];        /* absolute, with %p */
@@ -130,6 +132,9 @@ HIDDEN uint32_t vrt_warned;               /* one-time notes */
 HIDDEN uint64_t vrt_free_head;            /* tag<<32 | index+1 */
 HIDDEN uint32_t vrt_queue_head;           /* index+1 */
 HIDDEN uint32_t vrt_nqueued;
+HIDDEN uint32_t vrt_taken_seq;            /* bumped when the consumer takes the queue */
+HIDDEN uint32_t vrt_backlog_waiters;      /* threads waiting for it (vrt_handoff) */
+HIDDEN uint32_t vrt_backlog_stuck;        /* vrt_taken_seq+1 when a wait timed out: no waiting until it moves */
 HIDDEN uint32_t vrt_wake_seq, vrt_consumer_sleeping;
 HIDDEN uint32_t vrt_flush_req, vrt_flush_done_ctr, vrt_final_req;
 HIDDEN int vrt_final_started, vrt_final_done;

@@ -252,7 +252,7 @@ HIDDEN struct vpt_buf *vrt_handoff(struct vpt_thread *t, struct vpt_buf *b, uint
 		b->name[15] = 0;
 	}
 	if (LOAD(&vrt_mode) == MODE_GO && !LOAD(&vrt_final_done)) {
-		if (LOAD(&vrt_nqueued) < vrt_cfg_backlog) {
+		if (LOAD(&vrt_nqueued) < vrt_cfg_backlog || (LOAD(&vrt_go_alive) == GO_RUNNING && vrt_backlog_wait())) {
 			struct vpt_buf *nb = exiting ? NULL : vrt_buf_get(t, 0);
 			if (exiting || nb) {
 				vrt_queue_push(b);

@@ -226,7 +226,8 @@ func TestBasic(t *testing.T) {
 		{"go", nil},
 		{"raw", []string{"VPTRACE_RAW=1"}},
 		{"smallbuf", []string{"VPTRACE_BUFKB=4"}},
-		{"backlog", []string{"VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=1"}},
+		{"backlog", []string{"VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=1", "VPTRACE_BACKLOG_WAIT_MS=0"}},
+		{"backlogwait", []string{"VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=1"}},
 		{"early", []string{"VT_EARLY=1"}},
 		{"noclock", []string{"VPTRACE_CLOCK_US=0", "VPTRACE_INTERVAL_MS=5"}},
 	} {
@@ -247,6 +248,58 @@ func TestBasic(t *testing.T) {
 				t.Errorf("%d raw chunks, want none", tr.Chunks[trace.ChunkRaw])
 			}
 			checkSites(t, tr)
+		})
+	}
+}
+
+// TestCompressedChunks: the C part stores its large chunks (RAW, OBJECT,
+// ALLOCS, MAPS) in DEFLATE chunks (its own compressor) that decode to the
+// same events, and VPTRACE_COMPRESS=0 writes every chunk as it is.
+func TestCompressedChunks(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		env    []string
+		packed bool
+	}{
+		{"raw", []string{"VPTRACE_RAW=1"}, true},
+		{"raw,plain", []string{"VPTRACE_RAW=1", "VPTRACE_COMPRESS=0"}, false},
+		{"go,plain", []string{"VPTRACE_COMPRESS=0"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runVT(t, c.env, "basic", "4")
+			mustOK(t, r)
+			tr := load(t, r.trace)
+			compare(t, tr, expectations(t, r.stdout))
+			checkClean(t, tr)
+			checkSites(t, tr)
+			rd, err := trace.Open(r.trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			packed := map[trace.ChunkType]int{}
+			for {
+				ch, err := rd.Next()
+				if err != nil {
+					break
+				}
+				if ch.Packed {
+					packed[ch.Type]++
+					if ch.Stored >= len(ch.Payload) {
+						t.Errorf("%s chunk at %d: %d bytes stored for %d", ch.Type, ch.Offset, ch.Stored, len(ch.Payload))
+					}
+				}
+			}
+			if !c.packed && len(packed) != 0 {
+				t.Errorf("compressed chunks with VPTRACE_COMPRESS=0: %v", packed)
+			}
+			if c.packed {
+				for _, typ := range []trace.ChunkType{trace.ChunkRaw, trace.ChunkObject} {
+					if packed[typ] == 0 {
+						t.Errorf("no compressed %s chunk: %v", typ, packed)
+					}
+				}
+			}
 		})
 	}
 }
@@ -384,7 +437,9 @@ func TestStress(t *testing.T) {
 	}
 	for _, env := range [][]string{
 		{"VPTRACE_INTERVAL_MS=1"},
+		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=2", "VPTRACE_BACKLOG_WAIT_MS=0"},
 		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=2"},
+		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_BUFKB=4", "VPTRACE_BACKLOG=2", "VPTRACE_BACKLOG_WAIT_MS=1"},
 		{"VPTRACE_INTERVAL_MS=1", "VPTRACE_MAXMB=1"},
 	} {
 		t.Run(strings.Join(env, ","), func(t *testing.T) {

@@ -43,7 +43,13 @@
  *   VPTRACE_MAXMB=N         limit on buffer memory, MiB (default 1024);
  *                           past it, threads write their buffers themselves.
  *   VPTRACE_BACKLOG=N       buffers waiting for the aggregator before threads
- *                           write their buffers themselves (default 256).
+ *                           wait for it (default 256: 16 MiB of events).
+ *   VPTRACE_BACKLOG_WAIT_MS=N  how long a thread waits then before it writes
+ *                           its buffer itself, raw (default 1000; 0: never
+ *                           wait). A burst the aggregator cannot follow
+ *                           slows the program down to its pace instead of
+ *                           filling the trace with raw events (24 bytes an
+ *                           event against about 1 aggregated).
  *   VPTRACE_CLOCK_US=N      resolution of event times, microseconds (default
  *                           1000; a runtime thread updates the clock). 0: no
  *                           clock thread, times advance at buffer hand-offs.
@@ -53,7 +59,10 @@
  *                           aggregator before writing raw events (5000).
  *   VPTRACE_COMPRESS=0      write the aggregates as AGG chunks, not compressed
  *                           (AGGC in DEFLATE chunks, format 1.4: readers
- *                           before 1.4 see no aggregated events in those).
+ *                           before 1.4 see no aggregated events in those),
+ *                           and the other large chunks (OBJECT, RAW, ALLOCS,
+ *                           MAPS, BLOCKS, COUNTS) as they are, not in
+ *                           DEFLATE chunks.
  *   VPTRACE_ALLOCS=0        do not record allocations (also off, no, false):
  *                           the allocator functions below pass every call
  *                           straight through (to measure what recording costs).
