@@ -22,6 +22,10 @@
 # trace's size. -d writes the traces to /dev/null (the recording
 # without the file system's cost). RUNS defaults to 7.
 #
+# The runtime's own settings pass through to both settings' runs:
+# VPTRACE_COMPRESS=0 scripts/bench-allocs.sh measures the tracking without
+# the DEFLATE chunks the runtime stores ALLOCS chunks in by default.
+#
 # Environment: VPTRACE_LIB (a directory with libvptrace.so; default: built
 # from vptrace/runtime into BENCH_DIR/lib), CC (default gcc), BENCH_DIR
 # (default .cache/bench-allocs). Needs gcc, go (to build the runtime), and
