@@ -8,7 +8,10 @@
 // dominating site through the same base register (partner.go); on a page
 // change it looks the page up in the thread's recent-page cache inline
 // (probe.go), and only a page the cache lacks calls the runtime
-// (bin/libvptrace.so, or bin/libvptrace.a in static programs).
+// (bin/libvptrace.so, or bin/libvptrace.a in static programs). In loops
+// that leave the checks too few dead registers, registers the loop does
+// not reference are saved once per run of the loop instead of at every
+// access, one of them holding the slots' base (spill.go).
 // vptrace/ABI.md is the contract with the runtime (vptrace/runtime), and
 // vptrace/abi its Go encoding.
 package vptrace
@@ -87,6 +90,10 @@ type objState struct {
 	secSlots int // .tbss slots
 	secText  int // .text.vptrace: the constructor
 	b        *kit.Builder
+	// loopRegs holds, per block of the function being instrumented, the
+	// registers saved around the loop it is in (spill.go): those free
+	// there, and the one holding the slot base.
+	loopRegs map[int]loopRegs
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -124,9 +131,24 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		}
 		infos := make(map[*loops.Loop]*loopInfo)
 		pa := newPartners(g, st.live[g])
-		for _, s := range sel.sites {
+		// Sweeps first: the other sites with slot code may have
+		// registers saved around their loops for them (spill.go).
+		sweeps := make([]*sweep, len(sel.sites))
+		var cands []*site
+		for k, s := range sel.sites {
+			sweeps[k] = sel.findSweep(s, infos)
+			if sweeps[k] == nil && s.vec == 0 && !s.repAfter && !s.rep {
+				cands = append(cands, s)
+			}
+		}
+		free, err := st.spillLoops(g, cands, stackSweepEdges(sweeps))
+		if err != nil {
+			return fmt.Errorf("%s: %w", fn.Name, err)
+		}
+		st.loopRegs = free
+		for k, s := range sel.sites {
 			var err error
-			switch sw := sel.findSweep(s, infos); {
+			switch sw := sweeps[k]; {
 			case sw != nil:
 				err = st.instrumentSweep(sw)
 			case s.vec != 0:

@@ -34,13 +34,13 @@ func kindBits(k abi.Kind) abi.Kind { return k & abi.KindRMW }
 // already if they were borrowed), then dead ones, then live ones (to be
 // saved around the probe), never one of busy. live has every register the
 // program or the snippet holds at the probe.
-func probeScratch(live, busy effect.RegSet, reuse []effect.Reg) []effect.Reg {
-	regs := slices.Clone(reuse[:min(len(reuse), probeNeed)])
+func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.Reg {
+	regs := slices.Clone(reuse[:min(len(reuse), n)])
 	taken := busy
 	for _, r := range regs {
 		taken |= 1 << r
 	}
-	more, _, err := kit.Scratch(probeNeed-len(regs), live|taken, taken, 0)
+	more, _, err := kit.Scratch(n-len(regs), live|taken, taken, 0)
 	if err != nil {
 		return nil
 	}
@@ -72,10 +72,15 @@ func probeScratch(live, busy effect.RegSet, reuse []effect.Reg) []effect.Reg {
 // jumps to its miss label (a label miss emits the call at): a sweep's exit
 // finds its range's page so.
 //
+// The third register may be page itself, where the slot it was written
+// to can be read again without a register the probe takes (local-exec, or
+// a spilled loop's base): reload then emits that load, which puts the
+// page back on the miss path, before the call.
+//
 // stepped, if not nil, emits the call of miss with the red zone already
 // stepped over (no lea around it): where the probe stepped over it itself
 // to push registers (shift 0), it calls that after popping them.
-func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, pre func(K, H snippet.Reg, miss string), miss, stepped func()) {
+func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, pre func(K, H snippet.Reg, miss string), miss, stepped, reload func()) {
 	b := st.b
 	var saved []effect.Reg
 	for _, r := range regs {
@@ -139,6 +144,9 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 		b.Jcc(snippet.CondE, hitL)
 	}
 	b.Label(missL)
+	if reload != nil {
+		reload()
+	}
 	switch {
 	case len(saved) > 0 && shift == 0 && stepped != nil:
 		// the red zone stepped over already: the call goes right here

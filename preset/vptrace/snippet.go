@@ -3,6 +3,7 @@ package vptrace
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -24,10 +25,12 @@ func (st *objState) instrument(s *site, exact bool) error {
 		return fmt.Errorf("cannot insert code before the instruction")
 	}
 	live := st.live[g].Before(at)
+	lr := st.loopRegs[g.BlockOf(at).Index]
+	live.Regs &^= lr.free
 	e := st.live[g].Effect(at)
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
-	sn, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact)
+	sn, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr)
 	if err != nil {
 		return err
 	}
@@ -273,7 +276,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 		var probeRegs []effect.Reg
 		if s.dynStep == nil && !flagsLive && kindBits(s.kind) != 0 && s.kind&abi.KindExact == 0 {
 			busy := reserved | 1<<free[0] | 1<<free[1]
-			probeRegs = probeScratch(liveRegs|busy, busy, free[2:])
+			probeRegs = probeScratch(probeNeed, liveRegs|busy, busy, free[2:])
 		}
 		if probeRegs == nil {
 			rangeCall()
@@ -290,7 +293,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 				b.ShrQ(snippet.Imm(12), H)
 				b.CmpQ(H, K)
 				b.Jcc(snippet.CondNE, miss)
-			}, rangeCall, nil)
+			}, rangeCall, nil, nil)
 			b.Label("ranged")
 		}
 	}
@@ -306,8 +309,9 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 // that may touch two pages finds out whether its bytes cross a page
 // boundary from the carry of a 16-bit add (see straddleCheck), or, when
 // they span more than a page (H over 4096), compares the page of its last
-// byte too.
-func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool) (*ibr.Snippet, error) {
+// byte too. In a spilled loop (lr.hasBase), the slots are found through
+// the loop's base register (spill.go).
+func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs) (*ibr.Snippet, error) {
 	b := st.b
 	carry := s.twoPages && s.hi-s.lo-1 < 4096
 	// Registers: S holds the page, T the last byte's page (wide sites)
@@ -317,13 +321,17 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
 		need++
 	}
-	if st.tls != kit.LocalExec && !exact {
+	hoisted := lr.hasBase && !exact && !s.rep
+	if st.tls != kit.LocalExec && !exact && !hoisted {
 		need++
 	}
 	if s.rep {
 		need = 0
 	}
 	reserved := effect.RegSet(1 << effect.RSP)
+	if lr.hasBase {
+		reserved |= 1 << lr.base
+	}
 	var spill []effect.Reg
 	if flagsLive {
 		reserved |= 1 << effect.RAX
@@ -390,13 +398,15 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		var slot snippet.Operand
 		slots := st.slots()
 		switch {
+		case hoisted:
+			slot = hoistedSlot(slots, lr.base, k)
 		case st.tls == kit.LocalExec:
 			slot = slots.At(b, k, snippet.NoReg, true, false)
 		case st.tls == kit.InitialExec && !exact:
 			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
 		}
 		saveFlags()
-		if st.tls == kit.Indirect && !exact {
+		if st.tls == kit.Indirect && !exact && !hoisted {
 			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
 		}
 		stub := "vpt_slow_" + free[0].String()
@@ -404,13 +414,22 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// no longer needs once the slot is written (the slot base),
 		// and any other dead one; borrowed ones (pushed on the probe's
 		// path only) last.
-		var probeRegs []effect.Reg
+		// Where the slot can be read again with no register (local-exec,
+		// a spilled loop's base) and the page is not needed after the
+		// check, the page register serves the probe too (probeS), and
+		// the miss path reloads it from the slot.
+		var probeRegs, probeS []effect.Reg
 		if !exact && kindBits(s.kind) != 0 {
 			busy := reserved | 1<<free[0]
 			if rt != snippet.NoReg {
 				busy |= 1 << free[1]
 			}
-			probeRegs = probeScratch(liveRegs|busy, busy, free[next:])
+			probeRegs = probeScratch(probeNeed, liveRegs|busy, busy, free[next:])
+			if (st.tls == kit.LocalExec || hoisted) && !(s.twoPages && !carry) {
+				if two := probeScratch(probeNeed-1, liveRegs|busy, busy, free[next:]); two != nil {
+					probeS = append(two, free[0])
+				}
+			}
 		}
 		check := func(same string) {
 			if exact {
@@ -419,7 +438,11 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			if s.partner != 0 && same == "same" {
 				// (not the second page of a straddling access)
-				b.CmpQ(rs, st.slotAt(slots, free, next, s.partner-1))
+				if hoisted {
+					b.CmpQ(rs, hoistedSlot(slots, lr.base, s.partner-1))
+				} else {
+					b.CmpQ(rs, st.slotAt(slots, free, next, s.partner-1))
+				}
 				b.Jcc(snippet.CondE, same)
 			}
 			b.CmpQ(rs, slot)
@@ -432,10 +455,16 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			// The slot first: the probe may reuse its base register.
 			b.MovQ(rs, slot)
-			st.probe(rs, s.kind, probeRegs, liveRegs, free[next:], shift, same, nil, func() { call(stub) }, func() {
+			regs, reuse := probeRegs, free[next:]
+			var reload func()
+			if probeS != nil && same == "same" {
+				regs, reuse = probeS, append(slices.Clone(free[next:]), free[0])
+				reload = func() { b.MovQ(slot, rs) }
+			}
+			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, nil, func() { call(stub) }, func() {
 				b.CallGOT(stub)
 				st.siteNop(k)
-			})
+			}, reload)
 			b.Label(same)
 		}
 		switch {
@@ -473,6 +502,16 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		b.Restore(spill...)
 	}
 	return b.Assemble()
+}
+
+// hoistedSlot returns the operand of slot k through the base register of
+// a spilled loop (spill.go): the slot array's TLS offset (initial-exec) or
+// this thread's array (indirect).
+func hoistedSlot(slots kit.Slots, base effect.Reg, k int) snippet.Operand {
+	if slots.Model == kit.InitialExec {
+		return snippet.Mem(kit.Reg(base), int32(8*k)).Seg(snippet.FS)
+	}
+	return snippet.Mem(kit.Reg(base), int32(8*k))
 }
 
 // slotAt returns the operand of slot k in the snippet of code: the slots'

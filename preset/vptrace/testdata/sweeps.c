@@ -38,3 +38,19 @@ long early_exit(const long *a, long n, long key) { /* a sweep with two exits */
 			return i;
 	return -1;
 }
+
+/* scatter: random read-modify-writes and a histogram straddling two
+ * pages, in a loop that leaves few registers dead (the callee-saved ones
+ * it never uses are live): the registers the checks need are saved once
+ * around the loop (spill.go), and with tls indirect the slot base is
+ * loaded there. */
+void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsigned long *hist, unsigned long *seed) {
+	unsigned long s = *seed;
+	for (long i = lo; i < hi; i++) {
+		unsigned v = in[i];
+		s = s * 6364136223846793005UL + 1442695040888963407UL;
+		priv[(s >> 33) % (unsigned long)np] += v;
+		hist[v & 255]++;
+	}
+	*seed = s;
+}

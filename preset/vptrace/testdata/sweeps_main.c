@@ -9,6 +9,7 @@ long strided(const char *p, long n, long stride);
 long backwards(const int *a, long n);
 long chase(long **p, long steps);
 long early_exit(const long *a, long n, long key);
+void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsigned long *hist, unsigned long *seed);
 
 static void pages(const void *lo, size_t len) {
 	uintptr_t a = (uintptr_t)lo >> 12, b = ((uintptr_t)lo + len - 1) >> 12;
@@ -47,5 +48,24 @@ int main(void) {
 
 	printf("early_exit %ld\n", early_exit(a, n, 123456));
 	pages(a, 123457 * sizeof *a);
+
+	/* scatter over 400 pages, of which it skips some */
+	long np = 400 * 1024;
+	unsigned *in = malloc(20000 * sizeof *in), *priv = calloc(np, sizeof *priv);
+	char *hp = aligned_alloc(4096, 3 * 4096);
+	unsigned long *hist = (unsigned long *)(hp + 4096 - 1024), seed = 5, s = seed;
+	for (long i = 0; i < 20000; i++)
+		in[i] = (unsigned)(i * 2654435761u);
+	for (int i = 0; i < 256; i++)
+		hist[i] = 0;
+	scatter(in, 0, 2000, priv, np, hist, &seed);
+	printf("scatter %lu\n", seed);
+	pages(in, 2000 * sizeof *in);
+	pages(&seed, sizeof seed);
+	for (long i = 0; i < 2000; i++) {
+		s = s * 6364136223846793005UL + 1442695040888963407UL;
+		pages(&priv[(s >> 33) % (unsigned long)np], sizeof *priv);
+		pages(&hist[in[i] & 255], sizeof *hist);
+	}
 	return 0;
 }

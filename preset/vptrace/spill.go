@@ -1,0 +1,322 @@
+package vptrace
+
+import (
+	"hijack/cfg"
+	"hijack/cfg/effect"
+	"hijack/loops"
+	"hijack/preset/kit"
+)
+
+// Loop spills: fewer saves in register-starved loops. A site whose
+// snippet finds too few dead registers borrows live ones, pushing and
+// popping them (and stepping over the red zone) at every access; in a
+// loop that is every iteration, twice when the cache probe runs. Most
+// such registers are not even used by the loop: callee-saved registers
+// the function never touches, values live after the loop, registers a
+// caller keeps across a call (IPA-RA). Those are saved once per loop run
+// instead: at every entry edge the code steps over the red zone and
+// pushes them, at every exit edge pops them and steps back; inside the
+// loop they are free for the snippets.
+//
+// Only loops where that cannot change what the program computes: no
+// instruction of the loop reads or writes rsp (so no stack operand, push,
+// pop or call sees the lower stack pointer; no calls at all, nor system
+// calls, interrupts, indirect jumps, instructions liveness cannot model,
+// function exits), one header (reducible), no block other code may enter
+// (External: a label taken, a landing pad), every entry and exit edge one
+// that takes code (kit.EdgeTo), none shared with another spilled loop.
+// The saved registers are not referenced by any instruction of the loop,
+// so the values they are popped with at an exit are those they had at the
+// entry, as without the spill. (While a run lasts, rsp is lower than the
+// unwind tables say, as it is while any snippet has pushed: a debugger's
+// backtrace from inside such a loop is off; no exception can be thrown
+// there, as the loop has no call.)
+
+// With tls initial-exec or indirect, one of the saved registers holds the
+// slot array's address (indirect: this thread's array, mapped at the
+// entry if it is not yet; initial-exec: its TLS offset) for the whole
+// run: the sites of the loop find their slots through it instead of
+// loading it at every access (4 instructions, 2 loads). Nothing in the
+// loop writes it (the program does not reference it; snippets reserve
+// it, and the code of other sites borrows it only to push and pop it);
+// the array stays where it is while the thread runs code of the object.
+
+// loopRegs is what a block of a spilled loop has: registers free there,
+// and the register holding the slot base (base, when hasBase).
+type loopRegs struct {
+	free    effect.RegSet
+	base    effect.Reg
+	hasBase bool
+}
+
+// spillLoops chooses the loops of g to spill around and inserts their
+// entry and exit code. cands are the sites that will get slot code
+// (instrument), for which the registers are wanted; taken are edges that
+// no spill code may share (stackSweepEdges). It returns, per block index,
+// what a spilled loop provides there.
+func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]bool) (map[int]loopRegs, error) {
+	lv := st.live[g]
+	ls := st.analysis.Loops[g]
+	if len(ls) == 0 || len(cands) == 0 {
+		return nil, nil
+	}
+	// The deficit of each block: the most registers a site of it would
+	// borrow.
+	deficit := make(map[int]int)
+	slotted := make(map[int]bool) // blocks with a site that reads its slot
+	for _, s := range cands {
+		at, ok := st.placement(s, g)
+		if !ok {
+			continue
+		}
+		live := lv.Before(at)
+		want := st.regsWanted(s, live.Flags&effect.Status != 0, st.tls != kit.LocalExec)
+		dead := 0
+		for r := effect.Reg(0); r < 16; r++ {
+			if r != effect.RSP && !live.Regs.Has(r) && !(live.Flags&effect.Status != 0 && r == effect.RAX) {
+				dead++
+			}
+		}
+		x := g.BlockOf(at).Index
+		slotted[x] = slotted[x] || !s.exact
+		if d, ok := deficit[x]; !ok || want-dead > d {
+			deficit[x] = want - dead
+		}
+	}
+	free := make(map[int]loopRegs)
+	used := taken
+	reach := reachable(g)
+	var visit func(l *loops.Loop) error
+	visit = func(l *loops.Loop) error {
+		// The registers to save: what the sites lack, and with the
+		// slot base hoisted (not local-exec) one more, wherever the
+		// loop has a site with slot code (hoisting saves a load of it at
+		// every access).
+		need, slot := 0, false
+		for _, x := range l.Nodes {
+			if d, ok := deficit[x]; ok {
+				need, slot = max(need, d), slot || slotted[x]
+			}
+		}
+		hasBase := st.tls != kit.LocalExec && slot
+		if need == 0 && !hasBase {
+			return nil
+		}
+		regs, entries, exits, ok := st.spillable(g, lv, l, used, reach)
+		if !ok {
+			for _, c := range l.Children {
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if hasBase {
+			need++
+		}
+		if len(regs) > need {
+			regs = regs[:need]
+		}
+		b := st.b
+		slots := st.slots()
+		for _, e := range entries {
+			b.Save(regs...)
+			if hasBase {
+				// The indirect array's address is tested (flags).
+				flags := st.tls == kit.Indirect && e.Live(lv).Flags&effect.Status != 0
+				if flags {
+					b.Pushfq()
+				}
+				slots.At(b, 0, kit.Reg(regs[0]), true, true)
+				if flags {
+					b.Popfq()
+				}
+			}
+			sn, err := b.Assemble()
+			if err != nil {
+				return err
+			}
+			if err := e.Insert(g.Sec, sn); err != nil {
+				return err
+			}
+			used[e] = true
+		}
+		for _, e := range exits {
+			b.Restore(regs...)
+			sn, err := b.Assemble()
+			if err != nil {
+				return err
+			}
+			if err := e.Insert(g.Sec, sn); err != nil {
+				return err
+			}
+			used[e] = true
+		}
+		var lr loopRegs
+		for _, r := range regs {
+			lr.free |= 1 << r
+		}
+		if hasBase {
+			lr.base, lr.hasBase = regs[0], true
+			lr.free &^= 1 << regs[0]
+		}
+		for _, x := range l.Nodes {
+			free[x] = lr
+		}
+		return nil
+	}
+	for _, l := range ls {
+		if l.Depth == 1 {
+			if err := visit(l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return free, nil
+}
+
+// regsWanted is how many registers the slot code of s takes with the cache
+// probe (code, probeScratch), rax for the flags included; hoisted: the
+// slot base is a spilled loop's (not counted).
+func (st *objState) regsWanted(s *site, flagsLive, hoisted bool) int {
+	carry := s.twoPages && s.hi-s.lo-1 < 4096
+	need := 1
+	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
+		need++
+	}
+	switch {
+	case s.exact:
+	case st.tls == kit.LocalExec || hoisted:
+		need += probeNeed - 1 // the page register serves the probe
+	default:
+		need += probeNeed // one of them the slot base
+	}
+	if flagsLive {
+		need++
+	}
+	return need
+}
+
+// spillable reports whether registers can be saved around the runs of
+// loop l (see above), and which: those no instruction of the loop
+// references and that are live in it (a dead one is free already), in
+// the order Scratch borrows them (r15 down). It returns the edges too.
+func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, used map[kit.Edge]bool, reach []bool) (regs []effect.Reg, entries, exits []kit.Edge, ok bool) {
+	if l.Irreducible() {
+		return nil, nil, nil, false
+	}
+	header := l.Headers[0]
+	member := make(map[int]bool, len(l.Nodes))
+	for _, x := range l.Nodes {
+		member[x] = true
+	}
+	var refs effect.RegSet
+	for _, x := range l.Nodes {
+		b := g.Blocks[x]
+		if b.External || b.Exits != 0 || b.Table {
+			return nil, nil, nil, false
+		}
+		for i := b.Start; i < b.End; i++ {
+			e := lv.Effect(i)
+			if !e.Known {
+				return nil, nil, nil, false
+			}
+			switch e.Ctrl {
+			case effect.Call, effect.IndirectCall, effect.Syscall, effect.Interrupt, effect.IndirectJump:
+				return nil, nil, nil, false
+			}
+			all := e.Use | e.Def | e.Partial
+			for k := 0; k < e.NMem; k++ {
+				all |= kit.AddrRegs(e.Mem[k].Mem)
+			}
+			if all.Has(effect.RSP) {
+				return nil, nil, nil, false
+			}
+			refs |= all
+		}
+		for _, p := range b.Preds {
+			if member[p.Index] || !reach[p.Index] {
+				continue // (padding between blocks falls through, never runs)
+			}
+			if x != header {
+				return nil, nil, nil, false
+			}
+			e, ok := kit.EdgeTo(g, p, header)
+			if !ok || used[e] {
+				return nil, nil, nil, false
+			}
+			entries = append(entries, e)
+		}
+		for _, s := range b.Succs {
+			if member[s.Index] {
+				continue
+			}
+			e, ok := kit.EdgeTo(g, b, s.Index)
+			if !ok || used[e] {
+				return nil, nil, nil, false
+			}
+			exits = append(exits, e)
+		}
+	}
+	if len(entries) == 0 || len(exits) == 0 {
+		return nil, nil, nil, false
+	}
+	live := lv.Before(g.Blocks[header].Start).Regs
+	for r := effect.Reg(15); r < 16; r-- {
+		// (never rax: a site whose flags are live keeps them there)
+		if r != effect.RSP && r != effect.RAX && !refs.Has(r) && live.Has(r) {
+			regs = append(regs, r)
+		}
+	}
+	if len(regs) == 0 {
+		return nil, nil, nil, false
+	}
+	return regs, entries, exits, true
+}
+
+// stackSweepEdges returns the edges where the code of a sweep whose
+// address is rsp-relative (usestack) goes: it computes the address from
+// rsp, so it must not run between a spilled loop's save and restore,
+// which code on a shared edge would (a sibling loop's exit into a spilled
+// loop's header, say). Other sweeps' code does not mind: their addresses
+// use registers the program keeps, and they pick registers by the
+// program's liveness (a saved register, live, is only borrowed).
+func stackSweepEdges(sweeps []*sweep) map[kit.Edge]bool {
+	m := make(map[kit.Edge]bool)
+	for _, sw := range sweeps {
+		if sw == nil || !kit.AddrRegs(sw.site.acc.Mem).Has(effect.RSP) {
+			continue
+		}
+		for _, e := range sw.entries {
+			m[e] = true
+		}
+		for _, e := range sw.exits {
+			m[e.Edge] = true
+		}
+	}
+	return m
+}
+
+// reachable returns which blocks of g control can reach: from the entry
+// and every other block entered from outside (External).
+func reachable(g *cfg.Graph) []bool {
+	seen := make([]bool, len(g.Blocks))
+	var work []*cfg.Block
+	for _, b := range g.Blocks {
+		if b.External || b.Index == 0 {
+			seen[b.Index] = true
+			work = append(work, b)
+		}
+	}
+	for len(work) > 0 {
+		b := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, s := range b.Succs {
+			if !seen[s.Index] {
+				seen[s.Index] = true
+				work = append(work, s)
+			}
+		}
+	}
+	return seen
+}
