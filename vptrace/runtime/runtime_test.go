@@ -253,7 +253,7 @@ func TestBasic(t *testing.T) {
 }
 
 // TestCompressedChunks: the C part stores its large chunks (RAW, OBJECT,
-// ALLOCS, MAPS) in DEFLATE chunks (its own compressor) that decode to the
+// MAPS) in DEFLATE chunks (its own compressor) that decode to the
 // same events, and VPTRACE_COMPRESS=0 writes every chunk as it is.
 func TestCompressedChunks(t *testing.T) {
 	for _, c := range []struct {
