@@ -684,13 +684,7 @@ func TestAllocStress(t *testing.T) {
 	_, other := outLines(t, r.stdout, "A")
 	syms := loadSymbols(t, bin, hexArg(t, other["B"][0][0]))
 	c := readChunks(t, r.trace)
-	f := syms.funcs["f_stress"]
-	got := map[uint32]int{}
-	for _, e := range c.events {
-		if e.Site >= f[0] && e.Site < f[1] {
-			got[e.tid]++
-		}
-	}
+	got := c.eventsIn(syms.funcs["f_stress"])
 	if len(other["W"]) != 24 {
 		t.Fatalf("W lines: %d", len(other["W"]))
 	}
@@ -718,13 +712,7 @@ func TestAllocSeqSwitch(t *testing.T) {
 		_, other := outLines(t, r.stdout, "A")
 		syms := loadSymbols(t, bin, hexArg(t, other["B"][0][0]))
 		c := readChunks(t, r.trace)
-		f := syms.funcs["f_solo"]
-		got := map[uint32]int{}
-		for _, e := range c.events {
-			if e.Site >= f[0] && e.Site < f[1] {
-				got[e.tid]++
-			}
-		}
+		got := c.eventsIn(syms.funcs["f_solo"])
 		if len(other["W"]) != 5 {
 			t.Fatalf("W lines: %d", len(other["W"]))
 		}
@@ -818,4 +806,16 @@ func TestAllocValgrind(t *testing.T) {
 		c := readChunks(t, out)
 		checkAllocs(t, c, syms, exp, map[uint32]bool{c.pid(t, out): true})
 	}
+}
+
+// eventsIn counts, per thread, the events whose site lies in the
+// function's address range f ([start, end)).
+func (c *chunks) eventsIn(f [2]uint64) map[uint32]int {
+	got := map[uint32]int{}
+	for _, e := range c.events {
+		if e.Site >= f[0] && e.Site < f[1] {
+			got[e.tid]++
+		}
+	}
+	return got
 }
