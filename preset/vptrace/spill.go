@@ -119,6 +119,15 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		}
 		b := st.b
 		slots := st.slots()
+		// insert puts what b holds on edge e
+		insert := func(e kit.Edge) error {
+			sn, err := b.Assemble()
+			if err != nil {
+				return err
+			}
+			used[e] = true
+			return e.Insert(g.Sec, sn)
+		}
 		for _, e := range entries {
 			b.Save(regs...)
 			if hasBase {
@@ -132,25 +141,15 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 					b.Popfq()
 				}
 			}
-			sn, err := b.Assemble()
-			if err != nil {
+			if err := insert(e); err != nil {
 				return err
 			}
-			if err := e.Insert(g.Sec, sn); err != nil {
-				return err
-			}
-			used[e] = true
 		}
 		for _, e := range exits {
 			b.Restore(regs...)
-			sn, err := b.Assemble()
-			if err != nil {
+			if err := insert(e); err != nil {
 				return err
 			}
-			if err := e.Insert(g.Sec, sn); err != nil {
-				return err
-			}
-			used[e] = true
 		}
 		var lr loopRegs
 		for _, r := range regs {
