@@ -23,8 +23,9 @@
 # without the file system's cost). RUNS defaults to 7.
 #
 # The runtime's own settings pass through to both settings' runs:
-# VPTRACE_COMPRESS=0 scripts/bench-allocs.sh measures the tracking without
-# the DEFLATE chunks the runtime stores ALLOCS chunks in by default.
+# VPTRACE_COMPRESS=0 scripts/bench-allocs.sh measures both without DEFLATE
+# chunks (ALLOCS chunks are never compressed: compressing them on the
+# allocating thread cost more than their compact records leave to gain).
 #
 # Environment: VPTRACE_LIB (a directory with libvptrace.so; default: built
 # from vptrace/runtime into BENCH_DIR/lib), CC (default gcc), BENCH_DIR
