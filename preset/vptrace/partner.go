@@ -33,6 +33,10 @@ type partners struct {
 	lv    *cfg.Liveness
 	idom  []int
 	sites []partnerSite
+	// chained marks the sites given a partner whose index comes from the
+	// same register (sameIndex): they usually match it and leave their
+	// own slots alone.
+	chained map[*site]bool
 }
 
 type partnerSite struct {
@@ -40,7 +44,9 @@ type partnerSite struct {
 	k int
 }
 
-func newPartners(g *cfg.Graph, lv *cfg.Liveness) *partners { return &partners{g: g, lv: lv} }
+func newPartners(g *cfg.Graph, lv *cfg.Liveness) *partners {
+	return &partners{g: g, lv: lv, chained: make(map[*site]bool)}
+}
 
 // sameBase reports whether two accesses go through the same base register
 // (not RIP; no segment). Their indices may differ: `x->n` and then
@@ -49,12 +55,21 @@ func sameBase(a, b x86asm.Mem) bool {
 	return a.Base != 0 && a.Base != x86asm.RIP && a.Segment == 0 && b.Segment == 0 && a.Base == b.Base
 }
 
-// find returns s's partner as 1 + its site index, or 0.
+// find returns s's partner as 1 + its site index, or 0. A candidate
+// whose index comes from the same unchanged register as the site's (see
+// indexRoot) is preferred to the nearest one through the same base: in an
+// unrolled `a[i] ... a[i+1] ...` (`lea 1(%rdi),%edx; movzbl (%rax,%rdx)`)
+// every access is on the first one's page, while the nearest same-base
+// access may be another array's (`a[j]`). Among those, one that is not
+// itself chained to such a partner comes first: a site that matched its
+// partner leaves its own slot as it was, so its slot may hold an older
+// page.
 func (p *partners) find(s *site) int {
 	b := p.g.BlockOf(s.inst)
 	if b == nil {
 		return 0
 	}
+	near, same := 0, 0
 	for i := len(p.sites) - 1; i >= 0; i-- {
 		c := p.sites[i]
 		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || !sameBase(c.s.acc.Mem, s.acc.Mem) {
@@ -66,10 +81,88 @@ func (p *partners) find(s *site) int {
 		}
 		if (cb == b && c.s.inst < s.inst || cb != b && p.dominates(cb.Index, b.Index)) &&
 			p.unchanged(c.s.inst, cb, s.inst, b, kit.AddrRegs(x86asm.Mem{Base: s.acc.Mem.Base})) {
-			return c.k + 1
+			switch {
+			case p.sameIndex(c.s, cb, s, b) && !p.chained[c.s]:
+				p.chained[s] = true
+				return c.k + 1
+			case p.sameIndex(c.s, cb, s, b) && same == 0:
+				same = c.k + 1
+			case near == 0:
+				near = c.k + 1
+			}
 		}
 	}
-	return 0
+	if same != 0 {
+		p.chained[s] = true
+		return same
+	}
+	return near
+}
+
+// sameIndex reports whether the indices of two accesses (c's in block cb,
+// dominating s's in block b) are computed from one register holding the
+// same value at both computations, with the same scale; or neither access
+// has an index.
+func (p *partners) sameIndex(c *site, cb *cfg.Block, s *site, b *cfg.Block) bool {
+	ci, si := c.acc.Mem.Index, s.acc.Mem.Index
+	if ci == 0 || si == 0 {
+		return ci == si
+	}
+	if c.acc.Mem.Scale != s.acc.Mem.Scale {
+		return false
+	}
+	cr, cat, ok1 := p.indexRoot(c.inst, cb, ci)
+	sr, sat, ok2 := p.indexRoot(s.inst, b, si)
+	if !ok1 || !ok2 || cr != sr || cat >= sat && cb == b {
+		return false
+	}
+	return p.unchanged(cat, cb, sat, b, cr.Set())
+}
+
+// indexRoot follows index register r of the access at instruction i back
+// to the register its value was computed from within i's block, by one
+// copy or constant add (`mov %edi,%edx`, `movslq %edi,%rdx`,
+// `lea 1(%rdi),%edx`): that register and the instruction that read it
+// (i itself when r is not written in the block before i). ok is false when
+// r was computed some other way.
+func (p *partners) indexRoot(i int, b *cfg.Block, r x86asm.Reg) (root effect.Reg, at int, ok bool) {
+	reg, _, ok := effect.GPR(r)
+	if !ok {
+		return 0, 0, false
+	}
+	for j := i - 1; j >= b.Start; j-- {
+		e := p.lv.Effect(j)
+		if !e.Known {
+			return 0, 0, false
+		}
+		if (e.Def|e.Partial)&reg.Set() == 0 {
+			continue
+		}
+		a := p.g.Sec.Asm(j)
+		if a == nil {
+			return 0, 0, false
+		}
+		var src x86asm.Reg
+		switch a.Op {
+		case x86asm.MOV, x86asm.MOVSXD:
+			src, _ = a.Args[1].(x86asm.Reg)
+		case x86asm.LEA:
+			if m, isMem := a.Args[1].(x86asm.Mem); isMem && m.Segment == 0 && m.Base != x86asm.RIP {
+				switch {
+				case m.Index == 0:
+					src = m.Base
+				case m.Base == 0 && m.Scale == 1:
+					src = m.Index
+				}
+			}
+		}
+		root, w, ok := effect.GPR(src)
+		if !ok || w < 4 {
+			return 0, 0, false
+		}
+		return root, j, true
+	}
+	return reg, i, true
 }
 
 // add notes a site instrumented with a last-page slot, index k.

@@ -54,3 +54,22 @@ void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsi
 	}
 	*seed = s;
 }
+
+/* gtu: bzip2's mainGtU, an unrolled compare of two suffixes of a block;
+ * at -O2 each step computes its indices afresh from the arguments
+ * (`lea 2(%rdi),%edx; movzbl (%rax,%rdx),%edx`), so every i1 access
+ * partners the first one, every i2 access the second (partner.go). An
+ * index that crosses a page on the way must still record the next page. */
+int gtu(unsigned i1, unsigned i2, const unsigned char *block) {
+	unsigned char c1, c2;
+#define STEP                                \
+	c1 = block[i1];                     \
+	c2 = block[i2];                     \
+	if (c1 != c2)                       \
+		return c1 > c2;             \
+	i1++;                               \
+	i2++;
+	STEP STEP STEP STEP STEP STEP STEP STEP
+#undef STEP
+	return 0;
+}

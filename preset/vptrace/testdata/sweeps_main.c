@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 
 long fill(long *a, long n);
 long strided(const char *p, long n, long stride);
@@ -10,6 +11,7 @@ long backwards(const int *a, long n);
 long chase(long **p, long steps);
 long early_exit(const long *a, long n, long key);
 void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsigned long *hist, unsigned long *seed);
+int gtu(unsigned i1, unsigned i2, const unsigned char *block);
 
 static void pages(const void *lo, size_t len) {
 	uintptr_t a = (uintptr_t)lo >> 12, b = ((uintptr_t)lo + len - 1) >> 12;
@@ -67,5 +69,24 @@ int main(void) {
 		pages(&priv[(s >> 33) % (unsigned long)np], sizeof *priv);
 		pages(&hist[in[i] & 255], sizeof *hist);
 	}
+
+	/* gtu: equal suffixes (all 8 steps) whose first one crosses from the
+	 * first page to the second after 3 bytes; then suffixes that differ
+	 * at the second byte, one byte before the third page */
+	unsigned char *blk = aligned_alloc(4096, 4 * 4096);
+	for (int i = 0; i < 4 * 4096; i++)
+		blk[i] = (unsigned char)(i % 7 == 0 ? 1 : 0);
+	memset(blk + 4096 - 3, 9, 8);
+	memset(blk + 3 * 4096 + 100, 9, 8);
+	printf("gtu %d\n", gtu(4096 - 3, 3 * 4096 + 100, blk));
+	pages(blk + 4096 - 3, 8);
+	pages(blk + 3 * 4096 + 100, 8);
+	blk[3 * 4096 - 1] = 5;
+	blk[4096 + 10] = 5;
+	blk[3 * 4096 - 1 + 1] = 6;
+	blk[4096 + 10 + 1] = 7;
+	printf("gtu %d\n", gtu(3 * 4096 - 1, 4096 + 10, blk));
+	pages(blk + 3 * 4096 - 1, 2);
+	pages(blk + 4096 + 10, 2);
 	return 0;
 }

@@ -1,0 +1,86 @@
+package vptrace_test
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+)
+
+// TestPartners checks whom the sites of gtu (testdata/sweeps.c: bzip2's
+// unrolled suffix compare) compare their page with first, from the
+// instrumented object's disassembly (objdump -dr; with tls local-exec the
+// slots are TLS words that R_X86_64_TPOFF32 relocations against
+// __vpt_slots_* name). Each step
+// computes its indices afresh from the arguments, so every later block[i1]
+// access should partner the first one and every later block[i2] access the
+// second: not the nearest access through the same base (the other
+// suffix's), nor a later step of its own suffix (a site that matched its
+// partner leaves its own slot stale). TestSweepsExact runs gtu across page
+// boundaries: the pages are what they were.
+func TestPartners(t *testing.T) {
+	testutil.Need(t, "gcc", "objdump")
+	for _, opt := range []string{"-O2", "-O3"} {
+		t.Run(opt, func(t *testing.T) {
+			dir := t.TempDir()
+			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt), "tls=local-exec")
+			out, err := exec.Command("objdump", "-dr", "--no-show-raw-insn", inst).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sites := slotCompares(t, string(out), "gtu")
+			if len(sites) < 8 {
+				t.Fatalf("gtu: %d sites with slot compares, want 16", len(sites))
+			}
+			own := func(k int) int64 { return sites[k][len(sites[k])-1] }
+			for k := 2; k < len(sites); k++ {
+				if len(sites[k]) != 2 || sites[k][0] != own(k%2) {
+					t.Errorf("gtu site %d compares with slots %#x, want its partner %#x (site %d) first, then its own", k, sites[k], own(k%2), k%2)
+				}
+			}
+		})
+	}
+}
+
+// slotCompares returns, for each access of function fn in objdump -dr
+// output, the addends of the slot words its inserted code compares the page
+// with, in order (the last is the site's own slot).
+func slotCompares(t *testing.T, dump, fn string) [][]int64 {
+	t.Helper()
+	var sites [][]int64
+	var cur []int64
+	in, cmp := false, false
+	for _, line := range strings.Split(dump, "\n") {
+		switch {
+		case strings.HasSuffix(line, "<"+fn+">:"):
+			in = true
+			continue
+		case !in:
+			continue
+		case strings.TrimSpace(line) == "":
+			return sites
+		}
+		f := strings.Fields(line)
+		if len(f) >= 3 && strings.HasPrefix(f[1], "R_X86_64_TPOFF32") && cmp && strings.HasPrefix(f[2], "__vpt_slots_") {
+			add := int64(0)
+			if _, a, ok := strings.Cut(f[2], "+0x"); ok {
+				v, err := strconv.ParseInt(a, 16, 64)
+				if err != nil {
+					t.Fatalf("relocation %q: %v", line, err)
+				}
+				add = v
+			}
+			cur = append(cur, add)
+			continue
+		}
+		cmp = len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
+		// the access itself: a byte load from the block, after its checks
+		if len(f) >= 3 && f[1] == "movzbl" && strings.HasPrefix(f[2], "(%") && cur != nil {
+			sites = append(sites, cur)
+			cur = nil
+		}
+	}
+	return sites
+}
