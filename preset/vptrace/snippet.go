@@ -431,12 +431,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				}
 			}
 		}
-		check := func(same string) {
+		// check compares the page in rs with the slot (the partner's
+		// first) and, on a miss, probes the cache or calls the stub; a
+		// match jumps to label same. first: the page of the access's
+		// first byte (a partner and probeS serve it; the second page of
+		// a straddling access has neither). bind: same is bound after
+		// the code, else the caller binds it further on and the code
+		// falls through to what follows (a hit so skips a jump to it).
+		check := func(same string, first, bind bool) {
 			if exact {
 				call(stub)
 				return
 			}
-			if s.partner != 0 && same == "same" {
+			if s.partner != 0 && first {
 				// (not the second page of a straddling access)
 				if hoisted {
 					b.CmpQ(rs, hoistedSlot(slots, lr.base, s.partner-1))
@@ -450,14 +457,16 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if probeRegs == nil {
 				call(stub)
 				b.MovQ(rs, slot)
-				b.Label(same)
+				if bind {
+					b.Label(same)
+				}
 				return
 			}
 			// The slot first: the probe may reuse its base register.
 			b.MovQ(rs, slot)
 			regs, reuse := probeRegs, free[next:]
 			var reload func()
-			if probeS != nil && same == "same" {
+			if probeS != nil && first {
 				regs, reuse = probeS, append(slices.Clone(free[next:]), free[0])
 				reload = func() { b.MovQ(slot, rs) }
 			}
@@ -465,33 +474,35 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.CallGOT(stub)
 				st.siteNop(k)
 			}, reload)
-			b.Label(same)
+			if bind {
+				b.Label(same)
+			}
 		}
 		switch {
 		case carry:
 			straddleCheck(b, rs, s.hi-s.lo, "cross")
 			b.ShrQ(snippet.Imm(16), rs)
-			check("same")
+			check("done", true, false)
 			b.Jmp("done")
 			// The bytes cross into the next page: both pages, the
 			// second one without a slot of its own.
 			b.Label("cross")
 			b.ShrQ(snippet.Imm(16), rs)
-			check("same2")
+			check("same2", false, true)
 			b.IncQ(rs)
 			call(stub)
 			b.Label("done")
 		case s.twoPages:
 			b.ShrQ(snippet.Imm(12), rs)
 			b.ShrQ(snippet.Imm(12), rt)
-			check("same")
+			check("same", true, true)
 			b.CmpQ(rt, rs)
 			b.Jcc(snippet.CondE, "one")
 			call("vpt_slow_" + free[1].String())
 			b.Label("one")
 		default:
 			b.ShrQ(snippet.Imm(12), rs)
-			check("same")
+			check("same", true, true)
 		}
 	}
 	if flagsLive {
