@@ -84,3 +84,34 @@ func slotCompares(t *testing.T, dump, fn string) [][]int64 {
 	}
 	return sites
 }
+
+// TestBaseChain: with tls initial-exec or indirect, the second access of
+// each of gtu's steps (two loads in one block) reads its slot through the
+// base the first one loaded (basechain.go): one load of the slots' GOT
+// entry per step, not per access. TestSweepsExact runs gtu (indirect in
+// its shared builds) across page boundaries.
+func TestBaseChain(t *testing.T) {
+	testutil.Need(t, "gcc", "objdump")
+	dir := t.TempDir()
+	obj := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", "-O2")
+	for _, tls := range []string{"tls=initial-exec", "tls=indirect"} {
+		out, err := exec.Command("objdump", "-dr", "--no-show-raw-insn", instrument(t, obj, tls)).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads, in := 0, false
+		for _, line := range strings.Split(string(out), "\n") {
+			switch {
+			case strings.HasSuffix(line, "<gtu>:"):
+				in = true
+			case in && strings.TrimSpace(line) == "":
+				in = false
+			case in && strings.Contains(line, "R_X86_64_GOTTPOFF") && strings.Contains(line, "__vpt_slots_"):
+				loads++
+			}
+		}
+		if loads != 8 {
+			t.Errorf("%s: gtu loads the slot base %d times, want 8 (once per step of two accesses)", tls, loads)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
+	"hijack/cfg/effect"
 	"hijack/elfobj"
 	"hijack/ibr"
 	"hijack/loops"
@@ -94,6 +95,11 @@ type objState struct {
 	// registers saved around the loop it is in (spill.go): those free
 	// there, and the one holding the slot base.
 	loopRegs map[int]loopRegs
+	// chain links the function's sites to the previous ones of their
+	// blocks, and bases holds the register in which a site's code left
+	// the slot base for the next (basechain.go).
+	chain map[*site]baseLink
+	bases map[*site]effect.Reg
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -146,6 +152,11 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 			return fmt.Errorf("%s: %w", fn.Name, err)
 		}
 		st.loopRegs = free
+		st.chain = st.baseChains(g, sel.sites, func(k int) bool {
+			s := sel.sites[k]
+			return sweeps[k] == nil && s.vec == 0 && !s.repAfter && !s.rep && !sel.exact
+		})
+		st.bases = make(map[*site]effect.Reg)
 		for k, s := range sel.sites {
 			var err error
 			switch sw := sweeps[k]; {

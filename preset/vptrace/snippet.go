@@ -27,12 +27,24 @@ func (st *objState) instrument(s *site, exact bool) error {
 	live := st.live[g].Before(at)
 	lr := st.loopRegs[g.BlockOf(at).Index]
 	live.Regs &^= lr.free
+	// A slot base the block's previous site left in a register
+	// (basechain.go): read the slot through it, as in a spilled loop.
+	keep := false
+	if l, ok := st.chain[s]; ok && !exact && !s.rep && !lr.hasBase && lr.free == 0 {
+		if r, ok := st.chainedBase(g, s, at, live.Regs); ok {
+			lr = loopRegs{base: r, hasBase: true}
+		}
+		keep = l.keep
+	}
 	e := st.live[g].Effect(at)
 	k := len(st.sites)
 	st.sites = append(st.sites, s)
-	sn, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr)
+	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
+	}
+	if base >= 0 {
+		st.bases[s] = effect.Reg(base)
 	}
 	return sec.InsertBefore(at, sn)
 }
@@ -310,8 +322,11 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 // boundary from the carry of a 16-bit add (see straddleCheck), or, when
 // they span more than a page (H over 4096), compares the page of its last
 // byte too. In a spilled loop (lr.hasBase), the slots are found through
-// the loop's base register (spill.go).
-func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs) (*ibr.Snippet, error) {
+// the loop's base register (spill.go), and so they are through a base an
+// earlier site of the block left (basechain.go). keep asks for the slot
+// base to stay in its register for a later site (the cache probe takes
+// others); base returns that register, or -1 when there is none.
+func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs, keep bool) (sn *ibr.Snippet, base int, err error) {
 	b := st.b
 	carry := s.twoPages && s.hi-s.lo-1 < 4096
 	// Registers: S holds the page, T the last byte's page (wide sites)
@@ -341,8 +356,9 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	}
 	free, borrowed, err := kit.Scratch(need, liveRegs, reserved, uses)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
+	base = -1
 	spill = append(spill, borrowed...)
 	shift := int32(0) // how far rsp moved
 	if len(spill) > 0 {
@@ -374,7 +390,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		ea, err := st.address(s, shift, s.lo)
 		if err != nil {
 			b.Reset()
-			return nil, err
+			return nil, -1, err
 		}
 		b.LeaQ(ea, rs)
 		next := 1
@@ -409,6 +425,18 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		if st.tls == kit.Indirect && !exact && !hoisted {
 			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
 		}
+		// avail: the registers of the snippet the cache probe may
+		// take over once the slot is written; not a slot base kept for
+		// a later site (a dead register, so that it still holds the
+		// base after the snippet).
+		avail := free[next:]
+		switch {
+		case keep && hoisted:
+			base = int(lr.base)
+		case keep && st.tls != kit.LocalExec && !exact && !liveRegs.Has(free[next]):
+			base = int(free[next])
+			avail = free[next+1:]
+		}
 		stub := "vpt_slow_" + free[0].String()
 		// The registers the cache probe may take: those the snippet
 		// no longer needs once the slot is written (the slot base),
@@ -424,9 +452,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if rt != snippet.NoReg {
 				busy |= 1 << free[1]
 			}
-			probeRegs = probeScratch(probeNeed, liveRegs|busy, busy, free[next:])
+			if base >= 0 {
+				busy |= 1 << base
+			}
+			probeRegs = probeScratch(probeNeed, liveRegs|busy, busy, avail)
 			if (st.tls == kit.LocalExec || hoisted) && !(s.twoPages && !carry) {
-				if two := probeScratch(probeNeed-1, liveRegs|busy, busy, free[next:]); two != nil {
+				if two := probeScratch(probeNeed-1, liveRegs|busy, busy, avail); two != nil {
 					probeS = append(two, free[0])
 				}
 			}
@@ -464,10 +495,10 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			// The slot first: the probe may reuse its base register.
 			b.MovQ(rs, slot)
-			regs, reuse := probeRegs, free[next:]
+			regs, reuse := probeRegs, avail
 			var reload func()
 			if probeS != nil && first {
-				regs, reuse = probeS, append(slices.Clone(free[next:]), free[0])
+				regs, reuse = probeS, append(slices.Clone(avail), free[0])
 				reload = func() { b.MovQ(slot, rs) }
 			}
 			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, nil, func() { call(stub) }, func() {
@@ -512,7 +543,8 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if len(spill) > 0 {
 		b.Restore(spill...)
 	}
-	return b.Assemble()
+	sn, err = b.Assemble()
+	return sn, base, err
 }
 
 // hoistedSlot returns the operand of slot k through the base register of
