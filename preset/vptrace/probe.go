@@ -3,8 +3,6 @@ package vptrace
 import (
 	"slices"
 
-	"github.com/twitchyliquid64/golang-asm/obj/x86"
-
 	"hijack/cfg/effect"
 	"hijack/preset/kit"
 	"hijack/snippet"
@@ -17,9 +15,6 @@ const (
 	probeThreadSym = "vpt_probe_thread"
 	probeHotSym    = "vpt_probe_hot"
 )
-
-// cacheHash is abi.CacheHash as a variable: the immediate's bits.
-var cacheHash uint64 = abi.CacheHash
 
 // probeNeed is how many registers the cache probe takes: the key, the
 // set's address and the entry it compares.
@@ -61,8 +56,8 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 //	mov  vpt_probe_thread@GOTTPOFF(%rip), H
 //	mov  %fs:VT_CACHE(H), H             # the cache; 0: none yet
 //	test H, H; jz miss
-//	movabs $CacheHash, X; imul K, X; shr $CacheShift, X; shl $4, X
-//	add  X, H                           # the set: two entries
+//	lea  0(,K,4), X; and $CacheSetMask, X
+//	add  X, H                           # the set (page+1 mod 16384): two entries
 //	or   $kind, K
 //	mov  (H), X; xor K, X; and $~(3^kind), X; jz hit   # both ways
 //	mov  8(H), X; xor K, X; and $~(3^kind), X; jz hit
@@ -126,10 +121,8 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
 	b.TestQ(H, H)
 	b.Jcc(snippet.CondE, missL)
-	b.MovQ(snippet.Imm(int64(cacheHash)), X)
-	b.Inst(x86.AIMULQ, K, X)
-	b.ShrQ(snippet.Imm(abi.CacheShift), X)
-	b.ShlQ(snippet.Imm(4), X)
+	b.LeaQ(snippet.MemIndex(snippet.NoReg, K, 4, 0), X)
+	b.AndQ(snippet.Imm(abi.CacheSetMask), X)
 	b.AddQ(X, H)
 	k := int64(kindBits(kind))
 	b.OrQ(snippet.Imm(k), K)

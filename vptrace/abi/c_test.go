@@ -105,8 +105,7 @@ var cConsts = []struct {
 	{"ProbeCacheOff", "offsetof(struct vpt_thread, cache)", ProbeCacheOff},
 	{"ProbeEpochOff", "offsetof(struct vpt_hot_s, epoch)", ProbeEpochOff},
 	{"CacheEntries", "VPT_CACHE", CacheEntries},
-	{"CacheHash", noC, CacheHash}, // rt_threads.c's and stubs.S's literal
-	{"CacheShift", "VPT_CACHE_SHIFT", CacheShift},
+	{"CacheSetMask", "VPT_CACHE_SETMASK", CacheSetMask},
 }
 
 // TestCConstsComplete: every exported constant the package declares is in

@@ -16,9 +16,10 @@ const (
 	// two bits.
 	ProbeEpochOff = 16
 	// CacheEntries is the cache's size: CacheEntries/2 sets of two
-	// entries, the set of a key being the top bits of key*CacheHash
-	// (mod 2^64) shifted right by CacheShift.
+	// 8-byte entries. A key's set is at byte offset (key << 2) &
+	// CacheSetMask: bits 2-15 of the key, its page+1 modulo 16384, so
+	// that consecutive pages take consecutive sets (a table of up to 64
+	// MiB has no two pages in one set, and its entries are dense).
 	CacheEntries = 32768
-	CacheHash    = 0x9e3779b97f4a7c15
-	CacheShift   = 50
+	CacheSetMask = 0x3fff0
 )

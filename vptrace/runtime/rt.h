@@ -14,7 +14,7 @@
 #define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE entries, or 0 */
 #define VT_SLOTS  96  /* the thread's slot arrays of tls: indirect objects (a list) */
 #define VPT_CACHE 32768 /* entries: VPT_CACHE / 2 sets of two */
-#define VPT_CACHE_SHIFT 50 /* the set: the top 14 bits of key * 0x9e3779b97f4a7c15 */
+#define VPT_CACHE_SETMASK 0x3fff0 /* a key's set: (key << 2) & this is its offset (bits 2-15 of key: page+1 mod 16384) */
 
 #define VPT_EV_SIZE   24   /* struct vpt_event */
 #define VPT_BUF_HDR   128  /* events start at this offset in a buffer */

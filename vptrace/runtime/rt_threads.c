@@ -102,7 +102,7 @@ static inline GPR_ONLY int memo_steps(const struct range_memo *m, uint64_t ustep
 static inline GPR_ONLY uint64_t *cache_set(uint64_t *c, uint64_t p, uint64_t *key)
 {
 	*key = ((p + 1) << 2) + LOAD(&vpt_hot.epoch);
-	return c + 2 * ((*key * 0x9e3779b97f4a7c15ull) >> VPT_CACHE_SHIFT);
+	return (uint64_t *)(void *)((char *)c + ((*key << 2) & VPT_CACHE_SETMASK));
 }
 
 /* whether the thread's cache has page p for every kind of access in kind,

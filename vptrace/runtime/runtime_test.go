@@ -519,7 +519,8 @@ const noEpochs = "VPTRACE_INTERVAL_MS=3600000"
 // per-thread recent-page cache; vt.c mirrors it (keys, hashing, epochs) and
 // the trace must match the mirror exactly: pages a thread recorded lately
 // for the same kind of access are dropped, other kinds and other threads
-// record, vptrace_start and a fork child start afresh.
+// record, vptrace_start and a fork child start afresh; three pages that
+// share a set (16384 pages apart) evict one another.
 func TestCache(t *testing.T) {
 	r := runVT(t, []string{noEpochs}, "cache")
 	mustOK(t, r)

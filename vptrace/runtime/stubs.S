@@ -161,11 +161,9 @@ vpt_event:
 	movq %fs:VT_CACHE(%rdx), %rsi   /* the thread's cache: none before its first batch */
 	testq %rsi, %rsi
 	jz 2f
-	movabsq $0x9e3779b97f4a7c15, %rdx   /* Fibonacci hashing: the top bits */
-	imulq %r8, %rdx
-	shrq $VPT_CACHE_SHIFT, %rdx
-	shlq $4, %rdx
-	addq %rdx, %rsi                 /* the set: two entries, key | kinds recorded */
+	leaq (,%r8,4), %rdx             /* the set: page+1 mod 16384 (consecutive pages, */
+	andl $VPT_CACHE_SETMASK, %edx   /*  consecutive sets: a table of up to 64 MiB */
+	addq %rdx, %rsi                 /*  conflicts nowhere), two entries, key | kinds recorded */
 	CACHE_WAY 0, 3f
 3:	CACHE_WAY 8, 5f
 5:	movq (%rsi), %rdx               /* in neither: the first entry moves to the second */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,9 +84,9 @@ static struct sim *cursim(void)
 
 /* The runtime's per-thread recent-page cache (rt.h, stubs.S), mirrored:
  * 32768 entries ((page+1) << 2) + epoch | kinds recorded, two-way
- * set-associative (the set: the top 14 bits of the page key times the
- * Fibonacci constant; a new page goes first, the first entry moves
- * second); the epoch moves on by 1 << 40 at each vptrace_start that
+ * set-associative (the set: bits 2-15 of the key, page+1 mod 16384; a new
+ * page goes first, the first entry moves second); the epoch moves on by
+ * 1 << 40 at each vptrace_start that
  * restarts tracing, and in a fork child. */
 static __thread uint64_t *tcache;
 static uint64_t g_epoch;
@@ -96,7 +97,7 @@ static int cache_hit(uint64_t p1, int kind)
 	if (!tcache)
 		tcache = calloc(32768, sizeof(uint64_t));
 	uint64_t key = (p1 << 2) + g_epoch, k = (uint64_t)(kind & 3);
-	uint64_t *set = tcache + 2 * ((key * 0x9E3779B97F4A7C15ull) >> 50);
+	uint64_t *set = tcache + 2 * ((key >> 2) & 16383);
 	for (int w = 0; w < 2; w++)
 		if ((set[w] ^ key) <= 3) {
 			if ((set[w] & k) == k) {
@@ -670,6 +671,16 @@ static int cachetest(void)
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < 9000; i++)
 			CR(big + (size_t)i * 4096);
+	/* one set: pages 16384 apart share a set (page+1 mod 16384), which
+	 * holds two; each of three evicts one read before, twice round (with
+	 * another set mapping the second round would find all three) */
+	char *far = mmap(NULL, (size_t)3 * 16384 * 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (far == MAP_FAILED)
+		return 1;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < 3; i++)
+			CR(far + (size_t)i * 16384 * 4096);
 	for (int i = 0; i < 30; i++)
 		CR2(b + i * 4096);
 	/* ranges (sweeps, rep, vector accesses) go through the cache too */
