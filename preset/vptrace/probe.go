@@ -50,15 +50,14 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 // live (not dead, not reused from the snippet) are pushed around the probe,
 // after stepping over the red zone unless the snippet did (shift != 0).
 //
-//	lea  4(,page,4), K
+//	lea  4+kind(,page,4), K
 //	mov  vpt_probe_hot@GOTPCREL(%rip), H
-//	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch
+//	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch, | kind
 //	mov  vpt_probe_thread@GOTTPOFF(%rip), H
 //	mov  %fs:VT_CACHE(H), H             # the cache; 0: none yet
 //	test H, H; jz miss
 //	lea  0(,K,4), X; and $CacheSetMask, X
 //	add  X, H                           # the set (page+1 mod 16384): two entries
-//	or   $kind, K
 //	mov  (H), X; xor K, X; and $~(3^kind), X; jz hit   # both ways
 //	mov  8(H), X; xor K, X; and $~(3^kind), X; jz hit
 //	miss: call the stub
@@ -114,7 +113,11 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 		pre(K, H, missL)
 		page = K
 	}
-	b.LeaQ(snippet.MemIndex(snippet.NoReg, page, 4, 4), K)
+	// The key with the access's kinds in its low bits (the epoch is a
+	// multiple of 1 << 40: adding it leaves them alone; the set's mask
+	// drops them).
+	k := int64(kindBits(kind))
+	b.LeaQ(snippet.MemIndex(snippet.NoReg, page, 4, int32(4+k)), K)
 	b.MovQ(snippet.GOTPCRELX(probeHotSym), H) // (a static link makes it a lea)
 	b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
 	b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
@@ -124,8 +127,6 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, K, 4, 0), X)
 	b.AndQ(snippet.Imm(abi.CacheSetMask), X)
 	b.AddQ(X, H)
-	k := int64(kindBits(kind))
-	b.OrQ(snippet.Imm(k), K)
 	for way := int32(0); way < 2; way++ {
 		b.MovQ(snippet.Mem(H, 8*way), X)
 		b.XorQ(K, X)
