@@ -208,6 +208,8 @@ extern VPT_HIDDEN int vpt_before_exec(const char *prog); /* 1: wrote NOTE EXEC, 
 extern VPT_HIDDEN void vpt_exec_failed(int err);
 extern VPT_HIDDEN void vpt_before_exit(void);
 extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
+/* for the Go writer's chunks (rt_output.c; also declared below) */
+extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, unsigned long n);
 
 #ifdef VPT_RT_C
 /* ---- shared by the runtime's C files (rt_*.c; rt_state.c says how they

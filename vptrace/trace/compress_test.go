@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"reflect"
@@ -203,4 +204,28 @@ func FuzzAggCols(f *testing.F) {
 			t.Fatalf("%d pages, then %d", len(a.Pages), len(b.Pages))
 		}
 	})
+}
+
+// TestWriterCRC: a writer given its own CRC-32C function (the runtime's:
+// the C part's) writes the bytes the default one does, and calls it for
+// every chunk; one that computes something else makes chunks the reader
+// rejects.
+func TestWriterCRC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	aggs, _ := randomAggs(rng, true)
+	for _, compress := range []bool{false, true} {
+		calls := 0
+		own := func(crc uint32, p []byte) uint32 { calls++; return crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), p) }
+		want := writeAggs(t, aggs, WriterOptions{Compress: compress})
+		got := writeAggs(t, aggs, WriterOptions{Compress: compress, CRC: own})
+		if !bytes.Equal(got, want) || calls == 0 {
+			t.Errorf("compress %v: own CRC: %d calls, same bytes %v", compress, calls, bytes.Equal(got, want))
+		}
+		bad := writeAggs(t, aggs, WriterOptions{Compress: compress, CRC: func(crc uint32, p []byte) uint32 { return crc + 1 }})
+		if r, err := NewReader(bytes.NewReader(bad)); err == nil {
+			if tr, err := r.ReadAll(); err == nil {
+				t.Errorf("compress %v: chunks with wrong CRCs read: %d damaged regions, %d threads", compress, tr.Damaged, len(tr.Threads))
+			}
+		}
+	}
 }

@@ -332,14 +332,25 @@ var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32
 // AppendChunk appends a framed chunk (magic, type, length, CRC-32C,
 // payload) to dst.
 func AppendChunk(dst []byte, typ ChunkType, payload []byte) []byte {
+	return appendChunk(dst, typ, payload, nil)
+}
+
+// crc32c is crc32.Update with the Castagnoli table.
+func crc32c(crc uint32, p []byte) uint32 { return crc32.Update(crc, crcTable(), p) }
+
+// appendChunk is AppendChunk with the CRC-32C computed by crc (nil:
+// crc32c).
+func appendChunk(dst []byte, typ ChunkType, payload []byte, crc func(uint32, []byte) uint32) []byte {
+	if crc == nil {
+		crc = crc32c
+	}
 	var h [chunkHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:], ChunkMagic)
 	binary.LittleEndian.PutUint16(h[4:], uint16(typ))
 	binary.LittleEndian.PutUint16(h[6:], 0)
 	binary.LittleEndian.PutUint32(h[8:], uint32(len(payload)))
-	crc := crc32.Update(0, crcTable(), h[4:12])
-	crc = crc32.Update(crc, crcTable(), payload)
-	binary.LittleEndian.PutUint32(h[12:], crc)
+	c := crc(crc(0, h[4:12]), payload)
+	binary.LittleEndian.PutUint32(h[12:], c)
 	dst = append(dst, h[:]...)
 	return append(dst, payload...)
 }
