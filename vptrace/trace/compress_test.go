@@ -215,7 +215,10 @@ func TestWriterCRC(t *testing.T) {
 	aggs, _ := randomAggs(rng, true)
 	for _, compress := range []bool{false, true} {
 		calls := 0
-		own := func(crc uint32, p []byte) uint32 { calls++; return crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), p) }
+		own := func(crc uint32, p []byte) uint32 {
+			calls++
+			return crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), p)
+		}
 		want := writeAggs(t, aggs, WriterOptions{Compress: compress})
 		got := writeAggs(t, aggs, WriterOptions{Compress: compress, CRC: own})
 		if !bytes.Equal(got, want) || calls == 0 {
