@@ -512,11 +512,26 @@ func (g *Graph) link(static [][]int, pending []int, dynamic func(int) []int) {
 func (g *Graph) externalBlocks(ix *objIndex) []bool {
 	ext := make([]bool, len(g.Blocks))
 	foreign := ix.foreign[g.Sec]
-	reached := make([]bool, len(g.Blocks))
+	for _, b := range g.Blocks {
+		ext[b.Index] = b.Index == 0 || foreign[b.Start]
+	}
+	reached := g.Reachable(func(b *Block) bool { return ext[b.Index] })
+	for _, b := range g.Blocks {
+		if !reached[b.Index] && !g.padding(b) {
+			ext[b.Index] = true
+		}
+	}
+	return ext
+}
+
+// Reachable returns, by block index, which blocks control can reach from
+// the blocks root selects.
+func (g *Graph) Reachable(root func(*Block) bool) []bool {
+	seen := make([]bool, len(g.Blocks))
 	var work []*Block
 	for _, b := range g.Blocks {
-		if b.Index == 0 || foreign[b.Start] {
-			ext[b.Index], reached[b.Index] = true, true
+		if root(b) {
+			seen[b.Index] = true
 			work = append(work, b)
 		}
 	}
@@ -524,18 +539,13 @@ func (g *Graph) externalBlocks(ix *objIndex) []bool {
 		b := work[len(work)-1]
 		work = work[:len(work)-1]
 		for _, s := range b.Succs {
-			if !reached[s.Index] {
-				reached[s.Index] = true
+			if !seen[s.Index] {
+				seen[s.Index] = true
 				work = append(work, s)
 			}
 		}
 	}
-	for _, b := range g.Blocks {
-		if !reached[b.Index] && !g.padding(b) {
-			ext[b.Index] = true
-		}
-	}
-	return ext
+	return seen
 }
 
 // padding reports whether a block holds only no-ops: the alignment

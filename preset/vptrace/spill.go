@@ -85,7 +85,9 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 	}
 	free := make(map[int]loopRegs)
 	used := taken
-	reach := reachable(g)
+	// blocks control reaches: from the entry and every block entered
+	// from outside (External)
+	reach := g.Reachable(func(b *cfg.Block) bool { return b.External || b.Index == 0 })
 	var visit func(l *loops.Loop) error
 	visit = func(l *loops.Loop) error {
 		// The registers to save: what the sites lack, and with the
@@ -294,28 +296,4 @@ func stackSweepEdges(sweeps []*sweep) map[kit.Edge]bool {
 		}
 	}
 	return m
-}
-
-// reachable returns which blocks of g control can reach: from the entry
-// and every other block entered from outside (External).
-func reachable(g *cfg.Graph) []bool {
-	seen := make([]bool, len(g.Blocks))
-	var work []*cfg.Block
-	for _, b := range g.Blocks {
-		if b.External || b.Index == 0 {
-			seen[b.Index] = true
-			work = append(work, b)
-		}
-	}
-	for len(work) > 0 {
-		b := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, s := range b.Succs {
-			if !seen[s.Index] {
-				seen[s.Index] = true
-				work = append(work, s)
-			}
-		}
-	}
-	return seen
 }
