@@ -36,7 +36,8 @@ type baseLink struct {
 }
 
 // baseChains links the ordinary sites of each block of g. ordinary(k)
-// tells whether sites[k] gets the default slot code.
+// tells whether sites[k] gets the default slot code; sites of exact mode
+// do not count as such here (their code may take any dead register).
 func (st *objState) baseChains(g *cfg.Graph, sites []*site, ordinary func(k int) bool) map[*site]baseLink {
 	if st.tls == kit.LocalExec {
 		return nil
@@ -69,15 +70,11 @@ func (st *objState) baseChains(g *cfg.Graph, sites []*site, ordinary func(k int)
 			l := baseLink{at: e.at}
 			if i > 0 && es[i-1].at < e.at && e.at < last {
 				l.prev = es[i-1].s
-			}
-			links[e.s] = l
-		}
-		for i := 1; i < len(es); i++ {
-			if l := links[es[i].s]; l.prev != nil {
 				p := links[l.prev]
 				p.keep = true
 				links[l.prev] = p
 			}
+			links[e.s] = l
 		}
 	}
 	return links

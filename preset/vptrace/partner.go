@@ -69,7 +69,7 @@ func (p *partners) find(s *site) int {
 	if b == nil {
 		return 0
 	}
-	near, same := 0, 0
+	near, byIndex := 0, 0
 	for i := len(p.sites) - 1; i >= 0; i-- {
 		c := p.sites[i]
 		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || !sameBase(c.s.acc.Mem, s.acc.Mem) {
@@ -81,20 +81,21 @@ func (p *partners) find(s *site) int {
 		}
 		if (cb == b && c.s.inst < s.inst || cb != b && p.dominates(cb.Index, b.Index)) &&
 			p.unchanged(c.s.inst, cb, s.inst, b, kit.AddrRegs(x86asm.Mem{Base: s.acc.Mem.Base})) {
+			same := p.sameIndex(c.s, cb, s, b)
 			switch {
-			case p.sameIndex(c.s, cb, s, b) && !p.chained[c.s]:
+			case same && !p.chained[c.s]:
 				p.chained[s] = true
 				return c.k + 1
-			case p.sameIndex(c.s, cb, s, b) && same == 0:
-				same = c.k + 1
+			case same && byIndex == 0:
+				byIndex = c.k + 1
 			case near == 0:
 				near = c.k + 1
 			}
 		}
 	}
-	if same != 0 {
+	if byIndex != 0 {
 		p.chained[s] = true
-		return same
+		return byIndex
 	}
 	return near
 }

@@ -140,10 +140,17 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		// Sweeps first: the other sites with slot code may have
 		// registers saved around their loops for them (spill.go).
 		sweeps := make([]*sweep, len(sel.sites))
-		var cands []*site
 		for k, s := range sel.sites {
 			sweeps[k] = sel.findSweep(s, infos)
-			if sweeps[k] == nil && s.vec == 0 && !s.repAfter && !s.rep {
+		}
+		// ordinary: the site gets the default slot code (instrument)
+		ordinary := func(k int) bool {
+			s := sel.sites[k]
+			return sweeps[k] == nil && s.vec == 0 && !s.repAfter && !s.rep
+		}
+		var cands []*site
+		for k, s := range sel.sites {
+			if ordinary(k) {
 				cands = append(cands, s)
 			}
 		}
@@ -152,10 +159,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 			return fmt.Errorf("%s: %w", fn.Name, err)
 		}
 		st.loopRegs = free
-		st.chain = st.baseChains(g, sel.sites, func(k int) bool {
-			s := sel.sites[k]
-			return sweeps[k] == nil && s.vec == 0 && !s.repAfter && !s.rep && !sel.exact
-		})
+		st.chain = st.baseChains(g, sel.sites, ordinary)
 		st.bases = make(map[*site]effect.Reg)
 		for k, s := range sel.sites {
 			var err error

@@ -328,14 +328,11 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 // others); base returns that register, or -1 when there is none.
 func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs, keep bool) (sn *ibr.Snippet, base int, err error) {
 	b := st.b
-	carry := s.twoPages && s.hi-s.lo-1 < 4096
+	carry := s.carry()
 	// Registers: S holds the page, T the last byte's page (wide sites)
 	// or the segment base, U the TLS slot base (initial-exec); rax holds
 	// the saved flags.
-	need := 1
-	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
-		need++
-	}
+	need := s.addrRegs()
 	hoisted := lr.hasBase && !exact && !s.rep
 	if st.tls != kit.LocalExec && !exact && !hoisted {
 		need++
@@ -545,6 +542,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	}
 	sn, err = b.Assemble()
 	return sn, base, err
+}
+
+// carry reports whether s's bytes may cross into the next page and span
+// at most a page: the carry of a 16-bit add finds out (straddleCheck).
+func (s *site) carry() bool { return s.twoPages && s.hi-s.lo-1 < 4096 }
+
+// addrRegs is how many registers s's code takes for its page: the page,
+// and the last byte's page (a span over a page) or the segment base.
+func (s *site) addrRegs() int {
+	if (s.twoPages && !s.carry()) || s.acc.Mem.Segment != 0 {
+		return 2
+	}
+	return 1
 }
 
 // hoistedSlot returns the operand of slot k through the base register of

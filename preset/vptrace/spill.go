@@ -180,11 +180,7 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 // probe (code, probeScratch), rax for the flags included; hoisted: the
 // slot base is a spilled loop's (not counted).
 func (st *objState) regsWanted(s *site, flagsLive, hoisted bool) int {
-	carry := s.twoPages && s.hi-s.lo-1 < 4096
-	need := 1
-	if (s.twoPages && !carry) || s.acc.Mem.Segment != 0 {
-		need++
-	}
+	need := s.addrRegs()
 	switch {
 	case s.exact:
 	case st.tls == kit.LocalExec || hoisted:
