@@ -36,6 +36,7 @@
 #include "vptrace.h" /* struct vpt_object, struct vpt_site; VPT_KIND_* in assembly too */
 
 #ifndef __ASSEMBLER__
+#include <stddef.h>
 #include <stdint.h>
 
 
@@ -208,8 +209,9 @@ extern VPT_HIDDEN int vpt_before_exec(const char *prog); /* 1: wrote NOTE EXEC, 
 extern VPT_HIDDEN void vpt_exec_failed(int err);
 extern VPT_HIDDEN void vpt_before_exit(void);
 extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
-/* for the Go writer's chunks (rt_output.c; also declared below) */
-extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, unsigned long n);
+/* crc32c of p[0:n] continuing from crc, like Go's crc32.Update (rt_output.c;
+ * the Go writer's chunks use it too) */
+extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
 
 #ifdef VPT_RT_C
 /* ---- shared by the runtime's C files (rt_*.c; rt_state.c says how they
@@ -379,7 +381,6 @@ extern HIDDEN uint32_t vrt_flush_req, vrt_flush_done_ctr, vrt_final_req;
 extern HIDDEN int vrt_final_started, vrt_final_done;
 
 /* rt_output.c */
-extern HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
 extern HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n);
 extern HIDDEN int vrt_write_chunk(uint16_t type, struct iovec *iov, int n);
 extern HIDDEN void vrt_clock_bump(void);

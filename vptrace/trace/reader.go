@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 )
@@ -154,9 +153,7 @@ func parse(b []byte) (st int, typ ChunkType, size int) {
 	if len(b) < size {
 		return -1, 0, size
 	}
-	crc := crc32.Update(0, crcTable(), b[4:12])
-	crc = crc32.Update(crc, crcTable(), b[chunkHeaderSize:size])
-	if crc != le.Uint32(b[12:]) {
+	if crc32c(crc32c(0, b[4:12]), b[chunkHeaderSize:size]) != le.Uint32(b[12:]) {
 		return 0, 0, 0
 	}
 	return 1, ChunkType(le.Uint16(b[4:])), size
