@@ -1,6 +1,9 @@
 package vptrace
 
 import (
+	"cmp"
+	"slices"
+
 	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/preset/kit"
@@ -22,8 +25,9 @@ import (
 // What runs between two sites of a block is known before any code is
 // inserted only when every site of the block is an ordinary one (no sweep,
 // vector, rep or exact site, whose code may take any dead register or
-// sits on the block's edges) and the sites' code goes in instruction
-// order; edge code (spilled loops, sweeps) goes at a block's last
+// sits on the block's edges); a site's base goes to the site whose code
+// runs next (by placement, which need not be the sites' order), at a later
+// instruction; edge code (spilled loops, sweeps) goes at a block's last
 // instruction, so a site there starts no chain. baseChains works that out
 // per function before any site is instrumented; instrument then checks the
 // register itself.
@@ -65,6 +69,12 @@ func (st *objState) baseChains(g *cfg.Graph, sites []*site, ordinary func(k int)
 		if bad[b] {
 			continue
 		}
+		// In the order their code runs: by placement, and at one
+		// instruction in the order it is inserted (the sites' order).
+		// The sites' order alone is not it: a site may be placed before
+		// an earlier site's instruction, and its code would run between
+		// that site's and the next one's.
+		slices.SortStableFunc(es, func(x, y entry) int { return cmp.Compare(x.at, y.at) })
 		last := b.End - 1
 		for i, e := range es {
 			l := baseLink{at: e.at}

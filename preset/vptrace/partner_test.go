@@ -87,25 +87,3 @@ func slotCompares(t *testing.T, lines []string) [][]int64 {
 	}
 	return sites
 }
-
-// TestBaseChain: with tls initial-exec or indirect, the second access of
-// each of gtu's steps (two loads in one block) reads its slot through the
-// base the first one loaded (basechain.go): one load of the slots' GOT
-// entry per step, not per access. TestSweepsExact runs gtu (indirect in
-// its shared builds) across page boundaries.
-func TestBaseChain(t *testing.T) {
-	testutil.Need(t, "gcc", "objdump")
-	dir := t.TempDir()
-	obj := testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", "-O2")
-	for _, tls := range []string{"tls=initial-exec", "tls=indirect"} {
-		loads := 0
-		for _, line := range disasm(t, instrument(t, obj, tls), "gtu") {
-			if strings.Contains(line, "R_X86_64_GOTTPOFF") && strings.Contains(line, "__vpt_slots_") {
-				loads++
-			}
-		}
-		if loads != 8 {
-			t.Errorf("%s: gtu loads the slot base %d times, want 8 (once per step of two accesses)", tls, loads)
-		}
-	}
-}
