@@ -262,7 +262,7 @@ func (p *dwPadded) mapper(t *testing.T) func(uint64) (uint64, error) {
 					if d == uint64(in.Len)-1 {
 						d = m.encLen(i) - 1
 					}
-					n, err = m.inst[i]+d, nil
+					n, err = uint64(m.inst[i])+d, nil
 				}
 				return r.base + n, err
 			}

@@ -35,7 +35,7 @@ func (m *codeMap) InstAt(off uint64) (debuginfo.Inst, bool) {
 		return debuginfo.Inst{}, false
 	}
 	in := &m.sec.Insts[i]
-	return debuginfo.Inst{Old: uint64(in.Off), OldLen: uint64(in.Len), New: m.inst[i], NewLen: m.encLen(i)}, true
+	return debuginfo.Inst{Old: uint64(in.Off), OldLen: uint64(in.Len), New: uint64(m.inst[i]), NewLen: m.encLen(i)}, true
 }
 
 var _ debuginfo.CodeMap = (*codeMap)(nil)

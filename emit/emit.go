@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"fmt"
+	"math"
 	"slices"
 
 	"hijack/elfobj"
@@ -32,8 +33,12 @@ func Emit(o *ibr.Object, warn func(string)) error {
 		}
 		m := newCodeMap(s)
 		m.relax()
-		if n := m.group[len(s.Insts)]; f.MaxSize != 0 && n > f.MaxSize {
-			return fmt.Errorf("section %s: %w: %d bytes of code, more than %d bytes in all", s.Elf.Name, elfobj.ErrTooLarge, n, f.MaxSize)
+		limit := uint64(math.MaxUint32) // the code map's offsets are 32-bit
+		if f.MaxSize != 0 {
+			limit = min(limit, f.MaxSize)
+		}
+		if n := m.size; n > limit {
+			return fmt.Errorf("section %s: %w: %d bytes of code, more than %d bytes in all", s.Elf.Name, elfobj.ErrTooLarge, n, limit)
 		}
 		maps[s.Index] = m
 	}
@@ -187,8 +192,8 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 			}
 		}
 		for i := range m.sec.Insts {
-			add(m.group[i], m.sec.Insts[i].Before)
-			add(m.after[i], m.sec.Insts[i].After)
+			add(uint64(m.group[i]), m.sec.Insts[i].Before())
+			add(uint64(m.after[i]), m.sec.Insts[i].After())
 		}
 		if len(added) == 0 {
 			continue

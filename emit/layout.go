@@ -1,8 +1,10 @@
 package emit
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"hijack/ibr"
 	"hijack/ibr/x86len"
@@ -15,17 +17,28 @@ type codeMap struct {
 	// group[i] is the new offset of the code inserted before instruction i
 	// (or of the instruction itself when nothing was inserted): where
 	// control that reached the old instruction now arrives. group[n] is the
-	// new section size.
-	group []uint64
+	// new section size. Offsets are 32-bit (an entry per instruction:
+	// most of the map's memory); size says whether they fit.
+	group []uint32
 	// inst[i] is the new offset of instruction i's own bytes.
-	inst []uint64
+	inst []uint32
 	// after[i] is the new offset of the code inserted after instruction i.
-	after []uint64
+	after []uint32
+	// size is the new section size, which the offsets hold when it is
+	// below 4 GiB.
+	size uint64
 	// grown marks short branches re-encoded in a longer form.
 	grown []bool
-	// align and phase: instruction i must start at an offset congruent to
-	// phase modulo align (function entries, data in code).
-	align, phase []uint64
+	// aligned lists, by index, the instructions that must start at an
+	// offset congruent to a phase modulo an alignment (function entries,
+	// data in code): few, so not an entry per instruction.
+	aligned []alignment
+}
+
+// alignment is the constraint on where instruction i starts.
+type alignment struct {
+	i            int
+	align, phase uint64
 }
 
 // maxFuncAlign caps the alignment kept for function entries: enough for
@@ -36,35 +49,34 @@ func newCodeMap(s *ibr.Section) *codeMap {
 	n := len(s.Insts)
 	m := &codeMap{
 		sec:   s,
-		group: make([]uint64, n+1),
-		inst:  make([]uint64, n),
-		after: make([]uint64, n),
+		group: make([]uint32, n+1),
+		inst:  make([]uint32, n),
+		after: make([]uint32, n),
 		grown: make([]bool, n),
-		align: make([]uint64, n),
-		phase: make([]uint64, n),
 	}
 	secAlign := max(s.Elf.Align, 1)
-	lowbit := func(off uint64) uint64 {
-		if off == 0 {
-			return secAlign
+	at := func(i int) {
+		off := uint64(s.Insts[i].Off)
+		a := secAlign
+		if off != 0 {
+			a = min(off&-off, secAlign)
 		}
-		return min(off&-off, secAlign)
-	}
-	for i := range m.align {
-		m.align[i] = 1
+		if s.Insts[i].Kind != ibr.Data {
+			a = min(a, maxFuncAlign)
+		}
+		if a > 1 {
+			m.aligned = append(m.aligned, alignment{i, a, off % a})
+		}
 	}
 	for _, fn := range s.Funcs {
-		off := uint64(s.Insts[fn.Start].Off)
-		a := min(lowbit(off), maxFuncAlign)
-		m.align[fn.Start], m.phase[fn.Start] = a, off%a
+		at(fn.Start)
 	}
 	for i := range s.Insts {
 		if s.Insts[i].Kind == ibr.Data {
-			off := uint64(s.Insts[i].Off)
-			a := lowbit(off)
-			m.align[i], m.phase[i] = a, off%a
+			at(i)
 		}
 	}
+	slices.SortFunc(m.aligned, func(a, b alignment) int { return cmp.Compare(a.i, b.i) })
 	return m
 }
 
@@ -97,22 +109,26 @@ func grownBody(op byte) uint64 {
 func (m *codeMap) place() {
 	var pos uint64
 	insts := m.sec.Insts
+	next := 0 // m.aligned[next] is the next instruction with an alignment
 	for i := range insts {
-		if a := m.align[i]; a > 1 {
-			pos += (m.phase[i] - pos%a + a) % a
+		for next < len(m.aligned) && m.aligned[next].i == i {
+			a := m.aligned[next]
+			pos += (a.phase - pos%a.align + a.align) % a.align
+			next++
 		}
-		m.group[i] = pos
-		for _, sn := range insts[i].Before {
+		m.group[i] = uint32(pos)
+		for _, sn := range insts[i].Before() {
 			pos += uint64(len(sn.Code))
 		}
-		m.inst[i] = pos
+		m.inst[i] = uint32(pos)
 		pos += m.encLen(i)
-		m.after[i] = pos
-		for _, sn := range insts[i].After {
+		m.after[i] = uint32(pos)
+		for _, sn := range insts[i].After() {
 			pos += uint64(len(sn.Code))
 		}
 	}
-	m.group[len(insts)] = pos
+	m.group[len(insts)] = uint32(pos)
+	m.size = pos
 }
 
 // addr maps a location, given as an instruction index and an offset from
@@ -120,12 +136,12 @@ func (m *codeMap) place() {
 // start of the code inserted before it.
 func (m *codeMap) addr(i int, delta int64) uint64 {
 	if delta == 0 {
-		return m.group[i]
+		return uint64(m.group[i])
 	}
-	p := m.inst[i] + uint64(delta)
+	p := uint64(m.inst[i]) + uint64(delta)
 	if m.sec.Insts[i].Kind == ibr.Pad {
 		// Padding is made again and may be shorter.
-		p = min(p, m.group[i+1])
+		p = min(p, uint64(m.group[i+1]))
 	}
 	return p
 }
@@ -137,7 +153,7 @@ func (m *codeMap) addrOf(off uint64) (uint64, error) {
 		return 0, fmt.Errorf("offset 0x%x is beyond the end of %s", off, m.sec.Elf.Name)
 	}
 	if i == len(m.sec.Insts) {
-		return m.group[i], nil
+		return uint64(m.group[i]), nil
 	}
 	in := &m.sec.Insts[i]
 	delta := int64(off) - int64(in.Off)
@@ -151,7 +167,7 @@ func (m *codeMap) addrOf(off uint64) (uint64, error) {
 // encoding (a relocated field) to its new offset.
 func (m *codeMap) fieldOf(off uint64) uint64 {
 	i := m.sec.Find(off)
-	return m.inst[i] + off - uint64(m.sec.Insts[i].Off)
+	return uint64(m.inst[i]) + off - uint64(m.sec.Insts[i].Off)
 }
 
 // relax grows short branches that no longer reach their target until
@@ -166,7 +182,7 @@ func (m *codeMap) relax() {
 			if in.Link == nil || in.Link.Kind != ibr.LinkBranch || in.Layout.RelSize != 1 || m.grown[i] {
 				continue
 			}
-			d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(m.inst[i]+uint64(in.Len))
+			d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(m.inst[i]) - int64(in.Len)
 			if d < -128 || d > 127 {
 				m.grown[i] = true
 				changed = true
@@ -206,13 +222,13 @@ func FillNops(b []byte) {
 // code is copied in.
 func (m *codeMap) write() ([]byte, error) {
 	insts := m.sec.Insts
-	out := make([]byte, m.group[len(insts)])
+	out := make([]byte, m.size)
 	var end uint64
 	for i := range insts {
 		in := &insts[i]
 		FillNops(out[end:m.group[i]])
-		pos := m.group[i]
-		for _, sn := range in.Before {
+		pos := uint64(m.group[i])
+		for _, sn := range in.Before() {
 			if err := m.writeSnippet(out, pos, sn, i); err != nil {
 				return nil, err
 			}
@@ -221,8 +237,8 @@ func (m *codeMap) write() ([]byte, error) {
 		if err := m.writeInst(out, i); err != nil {
 			return nil, err
 		}
-		pos = m.after[i]
-		for _, sn := range in.After {
+		pos = uint64(m.after[i])
+		for _, sn := range in.After() {
 			if err := m.writeSnippet(out, pos, sn, i); err != nil {
 				return nil, err
 			}
@@ -250,7 +266,8 @@ func (m *codeMap) writeSnippet(out []byte, pos uint64, sn *ibr.Snippet, i int) e
 func (m *codeMap) writeInst(out []byte, i int) error {
 	in := &m.sec.Insts[i]
 	old := m.sec.Elf.Data
-	pos, end := m.inst[i], m.inst[i]+m.encLen(i)
+	pos := uint64(m.inst[i])
+	end := pos + m.encLen(i)
 	switch in.Kind {
 	case ibr.Pad:
 		return nil

@@ -19,6 +19,7 @@ package ibr
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -111,14 +112,20 @@ func (s *Section) Asm(i int) *x86asm.Inst {
 // Rewritable reports whether code may be inserted into the section.
 func (s *Section) Rewritable() bool { return s.Problem == "" }
 
-// Inst is one element of the instruction chain.
+// Inst is one element of the instruction chain. A section holds one per
+// instruction (about one per 4 bytes of code), so the fields are ordered
+// to pack (96 bytes): the chain is most of the rewriter's memory.
 type Inst struct {
-	Off  uint32 // offset in the original section
-	Len  uint32 // length of the original bytes
-	Kind Kind
+	Off uint32 // offset in the original section
+	Len uint32 // length of the original bytes
 	// Func is the index in Section.Funcs of the function the instruction
 	// belongs to, or -1.
 	Func int32
+	// nBefore is how many of inserted come before the instruction.
+	nBefore uint32
+	Kind    Kind
+	// Flags mark the split-prefix idiom, see Prefix and Glued.
+	Flags Flags
 	// Layout gives the position of every field of a Code instruction.
 	Layout x86len.Layout
 	// Relocs are the relocations whose field lies in this instruction.
@@ -126,17 +133,25 @@ type Inst struct {
 	// Link is set for a branch or a RIP-relative operand whose
 	// displacement the assembler resolved without a relocation.
 	Link *Link
-	// Flags mark the split-prefix idiom, see Prefix and Glued.
-	Flags Flags
-	// After holds code inserted after the instruction, run only when
-	// control falls through from it to the next element (branches to the
-	// next element skip it): code on a fall-through edge.
-	After []*Snippet
-	// Before holds code inserted before the instruction, in order.
-	// Control that reaches the instruction (fall-through, branches,
-	// symbols, jump tables, landing pads) reaches the inserted code first.
-	Before []*Snippet
+	// inserted holds the code inserted before the instruction (the first
+	// nBefore), then the code inserted after it: one slice for both,
+	// since most instructions get neither and few get both.
+	inserted []*Snippet
 }
+
+// Before returns the code inserted before the instruction, in order.
+// Control that reaches the instruction (fall-through, branches, symbols,
+// jump tables, landing pads) reaches the inserted code first.
+func (in *Inst) Before() []*Snippet { return in.inserted[:in.nBefore:in.nBefore] }
+
+// After returns the code inserted after the instruction, in order, run
+// only when control falls through from it to the next element (branches
+// to the next element skip it): code on a fall-through edge.
+func (in *Inst) After() []*Snippet { return in.inserted[in.nBefore:] }
+
+// Inserted returns all the code inserted at the instruction: Before, then
+// After.
+func (in *Inst) Inserted() []*Snippet { return in.inserted }
 
 // Flags describe unusual elements of the chain.
 type Flags uint8
@@ -173,10 +188,10 @@ func (s *Section) InsertAfter(i int, sn *Snippet) error {
 		return err
 	}
 	in := &s.Insts[i]
-	if len(in.Before) == 0 && len(in.After) == 0 {
+	if len(in.inserted) == 0 {
 		s.Insertions++
 	}
-	in.After = append(in.After, sn)
+	in.inserted = append(in.inserted, sn)
 	return nil
 }
 
@@ -317,10 +332,11 @@ func (s *Section) InsertBefore(i int, sn *Snippet) error {
 		return err
 	}
 	in := &s.Insts[i]
-	if len(in.Before) == 0 && len(in.After) == 0 {
+	if len(in.inserted) == 0 {
 		s.Insertions++
 	}
-	in.Before = append(in.Before, sn)
+	in.inserted = slices.Insert(in.inserted, int(in.nBefore), sn)
+	in.nBefore++
 	return nil
 }
 

@@ -258,3 +258,56 @@ int *addr(void) { return &g; }`
 		})
 	}
 }
+
+// TestInsertedOrder: code inserted before and after one instruction, in
+// any interleaving, comes out in the order of each kind's calls, and a
+// caller that appends to Before cannot overwrite After (they share one
+// slice in Inst).
+func TestInsertedOrder(t *testing.T) {
+	o := buildString(t, "gcc", "f.c", "int f(int x) { return x * 3 + 1; }\n", "-O2")
+	s := o.Code[0]
+	fn := funcNamed(t, o, "f")
+	i := fn.Start
+	if !s.CanInsertBefore(i) || !s.CanInsertAfter(i) {
+		t.Fatalf("cannot insert at the first instruction of f")
+	}
+	sn := func(b byte) *ibr.Snippet { return &ibr.Snippet{Code: []byte{b}} }
+	steps := []struct {
+		after bool
+		code  byte
+	}{{true, 0xa1}, {false, 0xb1}, {true, 0xa2}, {false, 0xb2}, {false, 0xb3}}
+	for _, st := range steps {
+		var err error
+		if st.after {
+			err = s.InsertAfter(i, sn(st.code))
+		} else {
+			err = s.InsertBefore(i, sn(st.code))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	codes := func(sns []*ibr.Snippet) (b []byte) {
+		for _, x := range sns {
+			b = append(b, x.Code...)
+		}
+		return b
+	}
+	in := &s.Insts[i]
+	if got, want := codes(in.Before()), []byte{0xb1, 0xb2, 0xb3}; string(got) != string(want) {
+		t.Errorf("Before = % x, want % x", got, want)
+	}
+	if got, want := codes(in.After()), []byte{0xa1, 0xa2}; string(got) != string(want) {
+		t.Errorf("After = % x, want % x", got, want)
+	}
+	if got, want := codes(in.Inserted()), []byte{0xb1, 0xb2, 0xb3, 0xa1, 0xa2}; string(got) != string(want) {
+		t.Errorf("Inserted = % x, want % x", got, want)
+	}
+	_ = append(in.Before(), sn(0xff))
+	if got := codes(in.After()); got[0] != 0xa1 {
+		t.Errorf("appending to Before changed After: % x", got)
+	}
+	if s.Insertions != 1 {
+		t.Errorf("Insertions = %d, want 1 (one instruction)", s.Insertions)
+	}
+}

@@ -158,10 +158,8 @@ func inserted(o *ibr.Object) uint64 {
 	var n uint64
 	for _, s := range o.Code {
 		for i := range s.Insts {
-			for _, sns := range [][]*ibr.Snippet{s.Insts[i].Before, s.Insts[i].After} {
-				for _, sn := range sns {
-					n += uint64(len(sn.Code)) + uint64(len(sn.Relocs))*(24+24+32)
-				}
+			for _, sn := range s.Insts[i].Inserted() {
+				n += uint64(len(sn.Code)) + uint64(len(sn.Relocs))*(24+24+32)
 			}
 		}
 	}
