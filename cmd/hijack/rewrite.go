@@ -16,6 +16,7 @@ import (
 	"hijack/archive"
 	"hijack/elfobj"
 	"hijack/internal/atomicfile"
+	"hijack/preset"
 	"hijack/preset/all"
 	"hijack/rewrite"
 	"hijack/rules"
@@ -63,9 +64,12 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	// os/signal's threads: a tenth of a small rewrite.
 	var sigs lazySignals
 	defer sigs.stop()
-	data, err := readInput(in)
+	data, ar, inSize, err := openInput(in)
 	if err != nil {
 		return fail(err)
+	}
+	if ar != nil {
+		defer ar.Close()
 	}
 	var mu sync.Mutex
 	warnFor := func(name string) func(string) {
@@ -80,8 +84,23 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	var res output
 	var st rewrite.Stats
 	switch {
-	case archive.IsArchive(data):
-		res, st, err = rewriteArchive(in, data, rf, *jobs, warnFor)
+	case ar != nil:
+		// The rewritten members wait for the archive's layout in a
+		// file, not in memory, one with no name (atomicfile.TempFile):
+		// nothing to remove on any path. Without one the command fails
+		// naming the directory, as cc does without its temporary
+		// directory, rather than fall back to memory: that would bring
+		// back, unsaid, a peak that grows with the archive.
+		spill, terr := atomicfile.TempFile(os.TempDir(), ".hijack-spill-*", sigs.arm)
+		if terr != nil {
+			var pe *os.PathError
+			if errors.As(terr, &pe) {
+				terr = pe.Err
+			}
+			return fail(fmt.Errorf("cannot create a temporary file in %s (TMPDIR) for the rewritten members: %w", os.TempDir(), terr))
+		}
+		defer spill.Close()
+		res, st, err = rewriteArchive(in, ar, spill, rf, *jobs, warnFor)
 	default:
 		var obj []byte
 		obj, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, all.Presets(), warnFor(in))
@@ -95,7 +114,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "hijack: %s -> %s: %d functions, %d instrumented, %d left alone, %d insertion points, %d -> %d bytes\n",
-			in, out, st.Funcs, st.Instrumented, st.Skipped, st.Insertions, len(data), res.Size())
+			in, out, st.Funcs, st.Instrumented, st.Skipped, st.Insertions, inSize, res.Size())
 	}
 	return exitOK
 }
@@ -106,29 +125,94 @@ type output interface {
 	Size() int64
 }
 
+// openInput opens the input of a rewrite. An archive in a regular file is
+// left there, to be read member by member (ar, which the caller closes);
+// anything else is read whole (data, as readInput does), and an archive
+// read so (from a pipe) is read member by member from memory. size is the
+// input's size.
+func openInput(p string) (data []byte, ar *archive.File, size int64, err error) {
+	if f, err := os.Open(p); err == nil {
+		fi, err := f.Stat()
+		var magic [len(archive.Magic)]byte
+		isAr := false
+		if err == nil && fi.Mode().IsRegular() && fi.Size() <= maxInput {
+			n, _ := f.ReadAt(magic[:], 0)
+			isAr = archive.IsArchive(magic[:n])
+		}
+		f.Close()
+		if isAr {
+			ar, err := archive.Open(p)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			return nil, ar, fi.Size(), nil
+		}
+	}
+	if data, err = readInput(p); err != nil {
+		return nil, nil, 0, err
+	}
+	if archive.IsArchive(data) {
+		if ar, err = archive.NewFile(bytes.NewReader(data), int64(len(data)), filepath.Dir(p)); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return data, ar, int64(len(data)), nil
+}
+
 // rewriteArchive rewrites every ELF member of an archive, jobs at a time,
 // and returns the new archive with a fresh symbol index, laid out to be
-// written member by member (no second copy of it in memory).
-func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor func(string) func(string)) (*archive.Layout, rewrite.Stats, error) {
+// written member by member. What is in memory at any time is the members
+// being rewritten: each is read from the archive when its turn comes and
+// its result goes to the file spill, from which the archive is written
+// (spill must stay open until then). The members of a thin archive are
+// read from the files it names; the result is a regular archive that
+// holds them rewritten. On errors the first failing member's, in the
+// archive's order, is returned; members after it may be left undone.
+func rewriteArchive(name string, ar *archive.File, spill *os.File, rf *rules.File, jobs int, warnFor func(string) func(string)) (*archive.Layout, rewrite.Stats, error) {
 	var total rewrite.Stats
-	var ms []archive.Member
-	var err error
-	if archive.IsThin(data) {
-		// The members are files the archive names; the result is a
-		// regular archive that holds the rewritten members.
-		ms, err = archive.ReadFile(name)
-	} else {
-		ms, err = archive.Read(data)
+	n := len(ar.Members)
+	out := archive.NewSpill(spill, n)
+	errs := make([]error, n)
+	// firstFailed is the lowest member that failed so far (n: none).
+	// Every member before it is done, so the one reported is the same
+	// whatever the jobs and their timing.
+	var mu sync.Mutex
+	firstFailed := n
+	before := func(i int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return i < firstFailed
 	}
-	if err != nil {
-		return nil, total, err
+	one := func(i int, ps preset.Set) error {
+		m := ar.Members[i]
+		data, err := ar.ReadMember(i)
+		if err != nil {
+			return err // names the member
+		}
+		member := fmt.Sprintf("%s(%s)", filepath.Base(name), m.Name)
+		d, st, err := rewrite.Rewrite(member, data, rf, ps, warnFor(member))
+		if err != nil && !bytes.HasPrefix(data, []byte("\x7fELF")) && !errors.Is(err, elfobj.ErrLTO) {
+			// A member that is no object at all (a data file some
+			// build put there) is kept as it is; LTO IR (LLVM
+			// bitcode) is not: linked, it would be code without
+			// instrumentation.
+			warnFor(member)(fmt.Sprintf("not an ELF object (%v): kept unchanged", err))
+			d, st, err = data, rewrite.Stats{}, nil
+		}
+		if err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		if err := out.Set(i, m.Name, d); err != nil {
+			return err
+		}
+		mu.Lock()
+		total.Funcs += st.Funcs
+		total.Instrumented += st.Instrumented
+		total.Skipped += st.Skipped
+		total.Insertions += st.Insertions
+		mu.Unlock()
+		return nil
 	}
-	type result struct {
-		data []byte
-		st   rewrite.Stats
-		err  error
-	}
-	results := make([]result, len(ms))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < jobs; w++ {
@@ -137,38 +221,28 @@ func rewriteArchive(name string, data []byte, rf *rules.File, jobs int, warnFor 
 			defer wg.Done()
 			ps := all.Presets()
 			for i := range work {
-				member := fmt.Sprintf("%s(%s)", filepath.Base(name), ms[i].Name)
-				d, st, err := rewrite.Rewrite(member, ms[i].Data, rf, ps, warnFor(member))
-				if err != nil && !bytes.HasPrefix(ms[i].Data, []byte("\x7fELF")) && !errors.Is(err, elfobj.ErrLTO) {
-					// A member that is no object at all (a data
-					// file some build put there) is kept as it is;
-					// LTO IR (LLVM bitcode) is not: linked, it
-					// would be code without instrumentation.
-					warnFor(member)(fmt.Sprintf("not an ELF object (%v): kept unchanged", err))
-					results[i] = result{data: ms[i].Data}
+				if !before(i) {
 					continue
 				}
-				results[i] = result{d, st, err}
+				if err := one(i, ps); err != nil {
+					mu.Lock()
+					errs[i] = err
+					firstFailed = min(firstFailed, i)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
-	for i := range ms {
+	for i := 0; i < n && before(i); i++ {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	for i, r := range results {
-		if r.err != nil {
-			return nil, total, fmt.Errorf("member %s: %w", ms[i].Name, r.err)
-		}
-		ms[i].Data = r.data
-		total.Funcs += r.st.Funcs
-		total.Instrumented += r.st.Instrumented
-		total.Skipped += r.st.Skipped
-		total.Insertions += r.st.Insertions
+	if firstFailed < n {
+		return nil, total, errs[firstFailed]
 	}
-	out, err := archive.Prepare(ms)
-	return out, total, err
+	l, err := out.Layout()
+	return l, total, err
 }
 
 // loadRules returns the rules of --rules FILE (with --param settings on

@@ -110,6 +110,36 @@ func WriteWith(path, pattern string, named func(), write func(io.Writer) error) 
 	return replace(path, target, fi, pattern, write)
 }
 
+// TempFile returns a temporary file in dir, open for reading and writing,
+// that has no name: closing it (or the process's end, whatever ends it)
+// frees its space, and nothing is ever left behind to remove. Where dir's
+// file system has unnamed files (Linux O_TMPFILE) it never has a name;
+// elsewhere it is created with a name from pattern (as Write's) and
+// removed at once, after named is called (see WriteWith) and while
+// RemoveTemporaries would remove it. The error is an *fs.PathError that
+// names dir.
+func TempFile(dir, pattern string, named func()) (*os.File, error) {
+	if f := openUnnamed(dir); f != nil {
+		return f, nil
+	}
+	if named != nil {
+		named()
+	}
+	f, err := createTemp(dir, pattern, 0o600)
+	if err != nil {
+		return nil, &fs.PathError{Op: "create", Path: dir, Err: unwrapPath(err)}
+	}
+	inFlight.Store(f.Name(), struct{}{})
+	err = os.Remove(f.Name())
+	inFlight.Delete(f.Name())
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, &fs.PathError{Op: "create", Path: dir, Err: unwrapPath(err)}
+	}
+	return f, nil
+}
+
 // Resolve follows the symbolic links that path names, one after the other,
 // and returns the path of the file at the end of the chain, which may not
 // exist yet (a dangling link names the file to create). Links in the

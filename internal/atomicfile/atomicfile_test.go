@@ -205,3 +205,30 @@ func TestRemoveTemporaries(t *testing.T) {
 		t.Errorf("out is %q", got)
 	}
 }
+
+// TempFile gives a file that holds what is written to it and has no name
+// in its directory; a directory it cannot use is an error naming it.
+func TestTempFile(t *testing.T) {
+	dir := t.TempDir()
+	f, err := TempFile(dir, ".test-*", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("spilled"), 3); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := f.ReadAt(buf, 3); err != nil || string(buf) != "spilled" {
+		t.Fatalf("read back %q, %v", buf, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("%d names in the directory, want none", len(ents))
+	}
+	missing := filepath.Join(dir, "missing")
+	_, err = TempFile(missing, ".test-*", nil)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != missing || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: error %v", err)
+	}
+}

@@ -47,6 +47,17 @@ func writeUnnamed(path, target, pattern string, named func(), write func(io.Writ
 	}
 }
 
+// openUnnamed opens an unnamed file in dir for reading and writing, or
+// returns nil where dir has no unnamed files (or cannot be used: the
+// caller goes the named way, which reports why).
+func openUnnamed(dir string) *os.File {
+	fd, err := syscall.Open(dir, oTmpfile|syscall.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "(unnamed)"))
+}
+
 // replaceFrom writes the content of the unnamed file f to target the named
 // way (replace), for when f cannot be linked in.
 func replaceFrom(path, target, pattern string, f *os.File) error {
