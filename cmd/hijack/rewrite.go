@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -21,6 +22,10 @@ import (
 	"hijack/rewrite"
 	"hijack/rules"
 )
+
+// archiveGOGC is the collector's target while an archive's members are
+// rewritten (rewriteArchive).
+const archiveGOGC = 150
 
 func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("hijack", pflag.ContinueOnError)
@@ -171,6 +176,16 @@ func openInput(p string) (data []byte, ar *archive.File, size int64, err error) 
 func rewriteArchive(name string, ar *archive.File, spill *os.File, rf *rules.File, jobs int, warnFor func(string) func(string)) (*archive.Layout, rewrite.Stats, error) {
 	var total rewrite.Stats
 	n := len(ar.Members)
+	// With the members streamed, the live heap between members is about
+	// nothing, and at Go's default GOGC the collector ran 6x as often as
+	// when the whole archive was held (libcrypto: 87 collections instead
+	// of 14, 1.2x the CPU). 150 gives the CPU back (sqlite 0.93x,
+	// libcrypto 1.04x, paired against holding everything) with the peak
+	// still under 4x the largest member + 20 MB (19.4 and 18.6 MiB, where
+	// holding everything took 22.9 and 52 MiB). A GOGC the user set wins.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(archiveGOGC))
+	}
 	out := archive.NewSpill(spill, n)
 	errs := make([]error, n)
 	// firstFailed is the lowest member that failed so far (n: none).
