@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 
@@ -64,6 +63,11 @@ type Builder struct {
 	insts  []inst
 	labels map[string]int // label -> index of the instruction it precedes
 	err    error
+
+	// encodings holds the instructions encoded so far (encode), by the
+	// key keyOf builds in key.
+	encodings map[string]*encoded
+	key       []byte
 }
 
 // inst is one instruction as the caller wrote it: a chain of Progs
@@ -409,61 +413,223 @@ func (b *Builder) addr(o *Operand, dispPH int32) obj.Addr {
 
 // Assemble encodes the instructions added since the last Assemble or Reset,
 // and resets the Builder for the next snippet.
+//
+// golang-asm encodes each instruction other than a jump to a label, alone
+// (encode: the Builder keeps what it encoded, by instruction, so that the
+// instructions a preset repeats at every site are encoded once); Assemble
+// lays them out and sizes the jumps as golang-asm's span6 does for a whole
+// function: every jump short (rel8) at first, a jump that does not reach
+// its label long from then on, until nothing changes.
 func (b *Builder) Assemble() (code Code, err error) {
 	defer b.Reset()
 	if b.err != nil {
 		return Code{}, b.err
 	}
-	// Resolve labels; a label at the very end needs an instruction to bind
-	// to: a zero-length NOP.
-	labelProg := func(i int) *obj.Prog {
-		if i < len(b.insts) {
-			return b.insts[i].first
-		}
-		p := b.newProg()
-		p.As = obj.ANOP
-		b.push(inst{first: p, last: p})
-		return p
-	}
-	targets := make(map[string]*obj.Prog, len(b.labels))
-	for name, i := range b.labels {
-		targets[name] = labelProg(i)
-	}
-	if len(b.insts) == 0 {
-		return Code{Bytes: []byte{}}, nil
-	}
+	n := len(b.insts)
+	enc := make([]*encoded, n)
 	for i := range b.insts {
 		in := &b.insts[i]
 		if in.label != "" {
-			t, ok := targets[in.label]
-			if !ok {
+			if _, ok := b.labels[in.label]; !ok {
 				return Code{}, fmt.Errorf("snippet: jump to undefined label %q", in.label)
 			}
-			in.p.To.SetTarget(t)
+			continue
 		}
-		if i+1 < len(b.insts) {
-			in.last.Link = b.insts[i+1].first
+		if enc[i], err = b.encode(in); err != nil {
+			return Code{}, err
 		}
 	}
-
-	s := &obj.LSym{Func: &obj.FuncInfo{Text: b.insts[0].first}}
-	if err := b.span(s); err != nil {
-		return Code{}, err
+	// at[i] is where instruction i starts; at[n] is the end (a label
+	// there binds to it).
+	at := make([]int, n+1)
+	long := make([]bool, n)
+	size := func(i int) int {
+		switch {
+		case enc[i] != nil:
+			return len(enc[i].bytes)
+		case !long[i]:
+			return 2
+		case b.insts[i].p.As == obj.AJMP:
+			return 5 // e9 rel32
+		}
+		return 6 // 0f 8x rel32
 	}
-	code.Bytes = s.P
-	if code.Bytes == nil {
-		code.Bytes = []byte{}
+	for changed := true; changed; {
+		pos := 0
+		for i := 0; i < n; i++ {
+			at[i] = pos
+			pos += size(i)
+		}
+		at[n] = pos
+		changed = false
+		for i := range b.insts {
+			if enc[i] != nil || long[i] {
+				continue
+			}
+			if d := at[b.labels[b.insts[i].label]] - (at[i] + 2); d < -128 || d > 127 {
+				long[i], changed = true, true
+			}
+		}
 	}
-	if code.Relocs, err = b.relocs(s); err != nil {
-		return Code{}, err
+	code.Bytes = make([]byte, 0, at[n])
+	for i := range b.insts {
+		in := &b.insts[i]
+		e := enc[i]
+		if e == nil {
+			code.Bytes = appendJump(code.Bytes, in.p.As, long[i], at[b.labels[in.label]]-at[i+1])
+			continue
+		}
+		code.Bytes = append(code.Bytes, e.bytes...)
+		for k, r := range e.relocs {
+			r.Off += at[i]
+			switch e.from[k] {
+			case offMem:
+				r.Addend += in.mem.off
+			case offImm:
+				r.Addend += in.imm.off
+			}
+			code.Relocs = append(code.Relocs, r)
+		}
 	}
 	if len(b.labels) > 0 {
 		code.Labels = make(map[string]int, len(b.labels))
-		for name, p := range targets {
-			code.Labels[name] = int(p.Pc)
+		for name, i := range b.labels {
+			code.Labels[name] = at[i]
 		}
 	}
 	return code, nil
+}
+
+// appendJump appends a jump (as: obj.AJMP or a conditional jump) by rel,
+// the distance from the end of the jump to its target, in the form long
+// says.
+func appendJump(code []byte, as obj.As, long bool, rel int) []byte {
+	cc := -1
+	for c, j := range jccAs {
+		if j == as {
+			cc = c
+		}
+	}
+	switch {
+	case !long && cc < 0:
+		return append(code, 0xeb, byte(int8(rel)))
+	case !long:
+		return append(code, 0x70+byte(cc), byte(int8(rel)))
+	case cc < 0:
+		return binary.LittleEndian.AppendUint32(append(code, 0xe9), uint32(int32(rel)))
+	}
+	return binary.LittleEndian.AppendUint32(append(code, 0x0f, 0x80+byte(cc)), uint32(int32(rel)))
+}
+
+// encoded is one instruction as golang-asm encodes it, with its
+// relocations (Off from the instruction's start; the addends without the
+// operands' symbolic offsets, which from says whose they are).
+type encoded struct {
+	bytes  []byte
+	relocs []Reloc
+	from   []uint8
+}
+
+// Which symbolic offset a relocation's addend adds: none (a call's), the
+// memory operand's or the immediate's.
+const (
+	offNone = iota
+	offMem
+	offImm
+)
+
+// appendAddr appends to key what of golang-asm operand a decides the
+// instruction's bytes, and reports false if a has something it does not
+// capture.
+func appendAddr(key []byte, a *obj.Addr) ([]byte, bool) {
+	key = append(key, byte(a.Type), byte(a.Name), byte(a.Reg), byte(a.Reg>>8), byte(a.Index), byte(a.Index>>8), byte(a.Scale))
+	key = binary.AppendVarint(key, a.Offset)
+	if a.Sym != nil {
+		key = append(key, byte(len(a.Sym.Name)))
+		key = append(key, a.Sym.Name...)
+	} else {
+		key = append(key, 0)
+	}
+	return key, a.Val == nil && a.Class == 0 && (a.Sym == nil || len(a.Sym.Name) < 256)
+}
+
+// encode returns the bytes of instruction in (not a jump to a label),
+// from the Builder's cache or from golang-asm.
+func (b *Builder) encode(in *inst) (*encoded, error) {
+	if in.p == nil { // raw bytes
+		e := &encoded{}
+		for p := in.first; p != nil; p = p.Link {
+			e.bytes = append(e.bytes, byte(p.From.Offset))
+			if p == in.last {
+				break
+			}
+		}
+		return e, nil
+	}
+	key, ok := b.keyOf(b.key[:0], in)
+	b.key = key
+	if ok {
+		if e, hit := b.encodings[string(key)]; hit {
+			return e, nil
+		}
+	}
+	in.last.Link = nil
+	s := &obj.LSym{Func: &obj.FuncInfo{Text: in.first}}
+	if err := b.span(s); err != nil {
+		return nil, err
+	}
+	e := &encoded{bytes: s.P}
+	if e.bytes == nil {
+		e.bytes = []byte{}
+	}
+	var err error
+	if e.relocs, e.from, err = b.relocs(in, s); err != nil {
+		return nil, err
+	}
+	if ok {
+		if b.encodings == nil {
+			b.encodings = make(map[string]*encoded)
+		}
+		b.encodings[string(key)] = e
+	}
+	return e, nil
+}
+
+// keyOf appends to key what decides the bytes of instruction in:
+// everything but the symbols' offsets, which go into relocation addends
+// (encode). It reports false if in has something the key does not capture
+// (then in is encoded every time).
+func (b *Builder) keyOf(key []byte, in *inst) ([]byte, bool) {
+	p := in.p
+	key = append(key, byte(p.As), byte(p.As>>8))
+	if in.first != p {
+		if in.first.Link != p {
+			return key, false
+		}
+		key = append(key, 1, byte(in.first.From.Offset))
+	} else {
+		key = append(key, 0)
+	}
+	if len(p.RestArgs) > 3 || p.Reg != 0 || p.Scond != 0 {
+		return key, false
+	}
+	key = append(key, byte(len(p.RestArgs)))
+	key, ok1 := appendAddr(key, &p.From)
+	key, ok2 := appendAddr(key, &p.To)
+	ok := ok1 && ok2
+	for i := range p.RestArgs {
+		var good bool
+		key, good = appendAddr(key, &p.RestArgs[i])
+		ok = ok && good
+	}
+	for _, o := range [...]*Operand{&in.mem, &in.imm} {
+		key = append(key, byte(o.kind), byte(o.rel), byte(len(o.sym)))
+		key = append(key, o.sym...)
+	}
+	key = append(key, byte(len(in.branchSym)))
+	key = append(key, in.branchSym...)
+	key = binary.LittleEndian.AppendUint32(key, uint32(in.dispPH))
+	return key, ok && len(in.mem.sym) < 256 && len(in.imm.sym) < 256 && len(in.branchSym) < 256
 }
 
 // span runs golang-asm's x86 assembler, turning its diagnostics and panics
@@ -487,97 +653,99 @@ func (b *Builder) span(s *obj.LSym) (err error) {
 	return nil
 }
 
-// relocs translates golang-asm's relocations (Go kinds: R_PCREL, R_GOTPCREL,
-// R_CALL) and the placeholder fields into ELF relocations.
-func (b *Builder) relocs(s *obj.LSym) ([]Reloc, error) {
+// relocs translates golang-asm's relocations of instruction in, assembled
+// alone into s (Go kinds: R_PCREL, R_GOTPCREL, R_CALL), and its placeholder
+// fields into ELF relocations with the addends less the operands' symbolic
+// offsets, and says for each whose offset it takes (offMem, offImm,
+// offNone).
+func (b *Builder) relocs(in *inst, s *obj.LSym) ([]Reloc, []uint8, error) {
 	var out []Reloc
-	gr := s.R
-	for i := range b.insts {
-		in := &b.insts[i]
-		if in.p == nil {
-			continue
+	var from []uint8
+	p := in.p
+	start, end := int(p.Pc), int(p.Pc)+int(p.Isize)
+	var mine []obj.Reloc
+	for _, r := range s.R {
+		if int(r.Off) < start || int(r.Off) >= end {
+			return nil, nil, fmt.Errorf("snippet: golang-asm relocation at %#x outside the instruction", r.Off)
 		}
-		p := in.p
-		start, end := int(p.Pc), int(p.Pc)+int(p.Isize)
-		// golang-asm's relocations inside this instruction.
-		var mine []obj.Reloc
-		for len(gr) > 0 && int(gr[0].Off) < end {
-			if int(gr[0].Off) < start {
-				return nil, fmt.Errorf("snippet: golang-asm relocation at %#x outside any instruction", gr[0].Off)
-			}
-			if gr[0].Siz != 0 { // skip markers such as R_CALLIND
-				mine = append(mine, gr[0])
-			}
-			gr = gr[1:]
-		}
-		used := 0
-		if in.branchSym != "" {
-			if len(mine) != 1 || mine[0].Type != objabi.R_CALL {
-				return nil, fmt.Errorf("snippet: %s: expected one call relocation from golang-asm, got %d", p.InstructionString(), len(mine))
-			}
-			f := int(mine[0].Off)
-			out = append(out, Reloc{Off: f, Type: elf.R_X86_64_PLT32, Sym: in.branchSym, Addend: int64(f - end)})
-			used++
-		}
-		switch m := in.mem; m.kind {
-		case kindRIP:
-			if len(mine) != 1 || (mine[0].Type != objabi.R_PCREL && mine[0].Type != objabi.R_GOTPCREL) {
-				return nil, fmt.Errorf("snippet: %s: expected one PC-relative relocation from golang-asm, got %d", p.InstructionString(), len(mine))
-			}
-			f := int(mine[0].Off)
-			typ := m.rel
-			if typ == elf.R_X86_64_GOTPCRELX && rex(s.P[start:f]) != 0 {
-				typ = elf.R_X86_64_REX_GOTPCRELX
-			}
-			out = append(out, Reloc{Off: f, Type: typ, Sym: m.sym, Addend: m.off + int64(f-end)})
-			used++
-		case kindMem:
-			pat := binary.LittleEndian.AppendUint32(nil, uint32(in.dispPH))
-			ib := s.P[start:end]
-			k := bytes.Index(ib, pat)
-			if k < 0 || bytes.Contains(ib[k+1:], pat) {
-				return nil, fmt.Errorf("snippet: %s: cannot locate the displacement of %v", p.InstructionString(), m)
-			}
-			clear(ib[k : k+4])
-			out = append(out, Reloc{Off: start + k, Type: m.rel, Sym: m.sym, Addend: m.off})
-		}
-		if m := in.imm; m.kind == kindImm {
-			size, ph := 4, uint64(immPH32)
-			if m.rel == elf.R_X86_64_64 {
-				size, ph = 8, immPH64
-			}
-			f := end - size
-			var got uint64
-			if f >= start {
-				if size == 8 {
-					got = binary.LittleEndian.Uint64(s.P[f:end])
-				} else {
-					got = uint64(binary.LittleEndian.Uint32(s.P[f:end]))
-				}
-			}
-			if got != ph {
-				return nil, fmt.Errorf("snippet: %s: %v needs a %d-byte immediate field at the end of the instruction", p.InstructionString(), m, size)
-			}
-			if m.rel == elf.R_X86_64_32 && rex(s.P[start:f])&0x08 != 0 {
-				// The CPU sign-extends imm32 in a 64-bit operation: a
-				// zero-extended R_X86_64_32 value would be wrong from 2 GiB.
-				return nil, fmt.Errorf("snippet: %s: %v in a 64-bit instruction; use SymImm (R_X86_64_32S)", p.InstructionString(), m)
-			}
-			clear(s.P[f:end])
-			out = append(out, Reloc{Off: f, Type: m.rel, Sym: m.sym, Addend: m.off})
-		}
-		if in.nImm == 1 && in.imm.kind == kindNone && !immEncoded(s.P[start:end], in.imm0, p.As) {
-			return nil, fmt.Errorf("snippet: %s: immediate %#x does not fit the instruction's immediate field", p.InstructionString(), in.imm0)
-		}
-		if used != len(mine) {
-			return nil, fmt.Errorf("snippet: %s: unexpected relocation from golang-asm", p.InstructionString())
+		if r.Siz != 0 { // skip markers such as R_CALLIND
+			mine = append(mine, r)
 		}
 	}
-	if len(gr) > 0 {
-		return nil, fmt.Errorf("snippet: unexpected golang-asm relocation at %#x", gr[0].Off)
+	used := 0
+	if in.branchSym != "" {
+		if len(mine) != 1 || mine[0].Type != objabi.R_CALL {
+			return nil, nil, fmt.Errorf("snippet: %s: expected one call relocation from golang-asm, got %d", p.InstructionString(), len(mine))
+		}
+		f := int(mine[0].Off)
+		out = append(out, Reloc{Off: f, Type: elf.R_X86_64_PLT32, Sym: in.branchSym, Addend: int64(f - end)})
+		from = append(from, offNone)
+		used++
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Off < out[j].Off })
-	return out, nil
+	switch m := in.mem; m.kind {
+	case kindRIP:
+		if len(mine) != 1 || (mine[0].Type != objabi.R_PCREL && mine[0].Type != objabi.R_GOTPCREL) {
+			return nil, nil, fmt.Errorf("snippet: %s: expected one PC-relative relocation from golang-asm, got %d", p.InstructionString(), len(mine))
+		}
+		f := int(mine[0].Off)
+		typ := m.rel
+		if typ == elf.R_X86_64_GOTPCRELX && rex(s.P[start:f]) != 0 {
+			typ = elf.R_X86_64_REX_GOTPCRELX
+		}
+		out = append(out, Reloc{Off: f, Type: typ, Sym: m.sym, Addend: int64(f - end)})
+		from = append(from, offMem)
+		used++
+	case kindMem:
+		pat := binary.LittleEndian.AppendUint32(nil, uint32(in.dispPH))
+		ib := s.P[start:end]
+		k := bytes.Index(ib, pat)
+		if k < 0 || bytes.Contains(ib[k+1:], pat) {
+			return nil, nil, fmt.Errorf("snippet: %s: cannot locate the displacement of %v", p.InstructionString(), m)
+		}
+		clear(ib[k : k+4])
+		out = append(out, Reloc{Off: start + k, Type: m.rel, Sym: m.sym})
+		from = append(from, offMem)
+	}
+	if m := in.imm; m.kind == kindImm {
+		size, ph := 4, uint64(immPH32)
+		if m.rel == elf.R_X86_64_64 {
+			size, ph = 8, immPH64
+		}
+		f := end - size
+		var got uint64
+		if f >= start {
+			if size == 8 {
+				got = binary.LittleEndian.Uint64(s.P[f:end])
+			} else {
+				got = uint64(binary.LittleEndian.Uint32(s.P[f:end]))
+			}
+		}
+		if got != ph {
+			return nil, nil, fmt.Errorf("snippet: %s: %v needs a %d-byte immediate field at the end of the instruction", p.InstructionString(), m, size)
+		}
+		if m.rel == elf.R_X86_64_32 && rex(s.P[start:f])&0x08 != 0 {
+			// The CPU sign-extends imm32 in a 64-bit operation: a
+			// zero-extended R_X86_64_32 value would be wrong from 2 GiB.
+			return nil, nil, fmt.Errorf("snippet: %s: %v in a 64-bit instruction; use SymImm (R_X86_64_32S)", p.InstructionString(), m)
+		}
+		clear(s.P[f:end])
+		out = append(out, Reloc{Off: f, Type: m.rel, Sym: m.sym})
+		from = append(from, offImm)
+	}
+	if in.nImm == 1 && in.imm.kind == kindNone && !immEncoded(s.P[start:end], in.imm0, p.As) {
+		return nil, nil, fmt.Errorf("snippet: %s: immediate %#x does not fit the instruction's immediate field", p.InstructionString(), in.imm0)
+	}
+	if used != len(mine) {
+		return nil, nil, fmt.Errorf("snippet: %s: unexpected relocation from golang-asm", p.InstructionString())
+	}
+	// By offset (they came in the order of the operands).
+	for k := 1; k < len(out); k++ {
+		for j := k; j > 0 && out[j].Off < out[j-1].Off; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+			from[j], from[j-1] = from[j-1], from[j]
+		}
+	}
+	return out, from, nil
 }
 
 // rex returns the REX prefix of the instruction whose bytes before its

@@ -497,6 +497,29 @@ var gasCases = []gasCase{
 		`,
 	},
 	{
+		// The first jump reaches its label short until the second one,
+		// in between, grows: sizing must go round again.
+		name: "jump-cascade",
+		build: func(b *Builder) {
+			b.Jcc(CondE, "a")
+			b.Jmp("b")
+			b.Bytes(bytes.Repeat([]byte{0x90}, 124)...)
+			b.Label("a")
+			b.Bytes(bytes.Repeat([]byte{0x90}, 200)...)
+			b.Label("b")
+			b.Jcc(CondNE, "a")
+		},
+		gas: `
+			je a
+			jmp b
+			.fill 124, 1, 0x90
+			a:
+			.fill 200, 1, 0x90
+			b:
+			jne a
+		`,
+	},
+	{
 		name: "all-conditions",
 		build: func(b *Builder) {
 			for c := CondO; c < numConds; c++ {
