@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -68,6 +69,12 @@ type Builder struct {
 	// key keyOf builds in key.
 	encodings map[string]*encoded
 	key       []byte
+	// scratch of Assemble and encode, reused
+	enc  []*encoded
+	at   []int
+	long []bool
+	sym  *obj.LSym
+	fn   *obj.FuncInfo
 }
 
 // inst is one instruction as the caller wrote it: a chain of Progs
@@ -107,7 +114,7 @@ func New() *Builder {
 	initTables.Do(func() {
 		x86.Linkamd64.Init(&obj.Link{Arch: &x86.Linkamd64, Headtype: objabi.Hlinux})
 	})
-	b := &Builder{}
+	b := &Builder{sym: &obj.LSym{}, fn: &obj.FuncInfo{}}
 	b.ctxt = &obj.Link{
 		Arch:     &x86.Linkamd64,
 		Headtype: objabi.Hlinux, // explicit: obj.Linknew would read $GOOS
@@ -426,7 +433,9 @@ func (b *Builder) Assemble() (code Code, err error) {
 		return Code{}, b.err
 	}
 	n := len(b.insts)
-	enc := make([]*encoded, n)
+	b.enc = slices.Grow(b.enc[:0], n)[:n]
+	enc := b.enc
+	clear(enc)
 	for i := range b.insts {
 		in := &b.insts[i]
 		if in.label != "" {
@@ -441,8 +450,10 @@ func (b *Builder) Assemble() (code Code, err error) {
 	}
 	// at[i] is where instruction i starts; at[n] is the end (a label
 	// there binds to it).
-	at := make([]int, n+1)
-	long := make([]bool, n)
+	b.at = slices.Grow(b.at[:0], n+1)[:n+1]
+	b.long = slices.Grow(b.long[:0], n)[:n]
+	at, long := b.at, b.long
+	clear(long)
 	size := func(i int) int {
 		switch {
 		case enc[i] != nil:
@@ -472,6 +483,15 @@ func (b *Builder) Assemble() (code Code, err error) {
 		}
 	}
 	code.Bytes = make([]byte, 0, at[n])
+	nrel := 0
+	for _, e := range enc {
+		if e != nil {
+			nrel += len(e.relocs)
+		}
+	}
+	if nrel > 0 {
+		code.Relocs = make([]Reloc, 0, nrel)
+	}
 	for i := range b.insts {
 		in := &b.insts[i]
 		e := enc[i]
@@ -556,14 +576,20 @@ func appendAddr(key []byte, a *obj.Addr) ([]byte, bool) {
 // encode returns the bytes of instruction in (not a jump to a label),
 // from the Builder's cache or from golang-asm.
 func (b *Builder) encode(in *inst) (*encoded, error) {
-	if in.p == nil { // raw bytes
-		e := &encoded{}
+	if in.p == nil { // raw bytes, kept by their bytes
+		key := append(b.key[:0], 0xff, 0xff)
 		for p := in.first; p != nil; p = p.Link {
-			e.bytes = append(e.bytes, byte(p.From.Offset))
+			key = append(key, byte(p.From.Offset))
 			if p == in.last {
 				break
 			}
 		}
+		b.key = key
+		if e, hit := b.encodings[string(key)]; hit {
+			return e, nil
+		}
+		e := &encoded{bytes: slices.Clone(key[2:])}
+		b.keep(key, e)
 		return e, nil
 	}
 	key, ok := b.keyOf(b.key[:0], in)
@@ -574,7 +600,11 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 		}
 	}
 	in.last.Link = nil
-	s := &obj.LSym{Func: &obj.FuncInfo{Text: in.first}}
+	// (one symbol for every instruction, zeroed: span6 leaves nothing of
+	// one run in it that the next needs, and e takes s.P)
+	*b.fn = obj.FuncInfo{Text: in.first}
+	*b.sym = obj.LSym{Func: b.fn}
+	s := b.sym
 	if err := b.span(s); err != nil {
 		return nil, err
 	}
@@ -587,12 +617,16 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 		return nil, err
 	}
 	if ok {
-		if b.encodings == nil {
-			b.encodings = make(map[string]*encoded)
-		}
-		b.encodings[string(key)] = e
+		b.keep(key, e)
 	}
 	return e, nil
+}
+
+func (b *Builder) keep(key []byte, e *encoded) {
+	if b.encodings == nil {
+		b.encodings = make(map[string]*encoded)
+	}
+	b.encodings[string(key)] = e
 }
 
 // keyOf appends to key what decides the bytes of instruction in:
