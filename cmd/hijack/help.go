@@ -135,7 +135,12 @@ const filesHelp = `How hijack writes its outputs (rewritten objects and archives
   - a directory, a block device or a socket is an error;
   - OUT may name IN itself (or the same file through another name): the
     object is rewritten in place, atomically;
-  - an object hijack already rewrote is refused (rewrite the original).
+  - an object hijack already rewrote is refused (rewrite the original);
+  - an archive is rewritten member by member: each rewritten member waits
+    in an unnamed temporary file in $TMPDIR (default /tmp; nothing to
+    clean up, even after kill -9) until the archive is written, so memory
+    does not grow with the archive; an unwritable $TMPDIR is an error that
+    names it.
 
 hijack cc runs the compiler and rewrites the objects it writes. If the
 rewrite fails, it deletes the object the compiler just wrote (as compilers
