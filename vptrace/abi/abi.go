@@ -34,8 +34,10 @@ const (
 	// Version is vpt_object.version (VPTRACE_ABI_VERSION).
 	Version uint32 = 1
 
-	// ObjectSize is sizeof(struct vpt_object).
-	ObjectSize = 48
+	// ObjectSize is sizeof(struct vpt_object). (Descriptors of 48 bytes,
+	// without the packed fields, are read as before: FlagPacked says
+	// whether the fields exist.)
+	ObjectSize = 56
 	// SiteSize is sizeof(struct vpt_site); site k is at sites[0] + k*SiteSize.
 	SiteSize = 32
 	// EventSize is sizeof(struct vpt_event).
@@ -71,6 +73,12 @@ const (
 	// FlagIndirect: tls indirect. The slots' TLS word holds the address
 	// of this thread's slot array, which the runtime maps (vpt_slots).
 	FlagIndirect Flags = 4
+	// FlagPacked: PackedRel and PackedLen give the site records and the
+	// string table (the OBJECT chunk's payload after its 64-byte header)
+	// as a raw DEFLATE stream that hijack compressed, which the runtime
+	// writes as it is instead of compressing the table at every process
+	// start (ABI.md "Per-object data").
+	FlagPacked Flags = 8
 )
 
 // Kind is vpt_site.kind: the kind of access and how the runtime records it.
@@ -173,13 +181,18 @@ type Object struct {
 	NStrs    uint32 `c:"nstrs"`     // size of the string table in bytes (below MaxStrs)
 	ID       uint64 `c:"id"`        // FNV-1a hash of the object's original bytes
 	Reserved uint64 `c:"reserved"`  // 0, or with FlagSlotsTPOFF the slots' TPOFF
+	// With FlagPacked: the address of the packed table minus the address
+	// of this field, and its length in bytes.
+	PackedRel int32  `c:"packed_rel"`
+	PackedLen uint32 `c:"packed_len"`
 }
 
 // Offsets of the descriptor's PC-relative fields, which the sites and
 // strings are counted from.
 const (
-	ObjectSitesRelOff = 16
-	ObjectStrsRelOff  = 20
+	ObjectSitesRelOff  = 16
+	ObjectStrsRelOff   = 20
+	ObjectPackedRelOff = 48
 )
 
 // Site is struct vpt_site, one instrumented access (sites[k] is site k).
@@ -269,7 +282,9 @@ func (o *Object) Append(dst []byte) []byte {
 	dst = le.AppendUint32(dst, o.Name)
 	dst = le.AppendUint32(dst, o.NStrs)
 	dst = le.AppendUint64(dst, o.ID)
-	return le.AppendUint64(dst, o.Reserved)
+	dst = le.AppendUint64(dst, o.Reserved)
+	dst = le.AppendUint32(dst, uint32(o.PackedRel))
+	return le.AppendUint32(dst, o.PackedLen)
 }
 
 // Marshal returns the descriptor's ObjectSize bytes.
@@ -284,16 +299,18 @@ func UnmarshalObject(b []byte) (Object, error) {
 		return Object{}, fmt.Errorf("object descriptor: %d bytes, want %d: %w", len(b), ObjectSize, ErrShort)
 	}
 	return Object{
-		Magic:    le.Uint32(b[0:]),
-		Version:  le.Uint32(b[4:]),
-		NSites:   le.Uint32(b[8:]),
-		Flags:    Flags(le.Uint32(b[12:])),
-		SitesRel: int32(le.Uint32(b[16:])),
-		StrsRel:  int32(le.Uint32(b[20:])),
-		Name:     le.Uint32(b[24:]),
-		NStrs:    le.Uint32(b[28:]),
-		ID:       le.Uint64(b[32:]),
-		Reserved: le.Uint64(b[40:]),
+		Magic:     le.Uint32(b[0:]),
+		Version:   le.Uint32(b[4:]),
+		NSites:    le.Uint32(b[8:]),
+		Flags:     Flags(le.Uint32(b[12:])),
+		SitesRel:  int32(le.Uint32(b[16:])),
+		StrsRel:   int32(le.Uint32(b[20:])),
+		Name:      le.Uint32(b[24:]),
+		NStrs:     le.Uint32(b[28:]),
+		ID:        le.Uint64(b[32:]),
+		Reserved:  le.Uint64(b[40:]),
+		PackedRel: int32(le.Uint32(b[48:])),
+		PackedLen: le.Uint32(b[52:]),
 	}, nil
 }
 

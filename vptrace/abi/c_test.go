@@ -71,6 +71,7 @@ var cConsts = []struct {
 	{"FlagIE", "VPT_FLAG_IE", uint64(FlagIE)},
 	{"FlagSlotsTPOFF", "VPT_FLAG_SLOTS_TPOFF", uint64(FlagSlotsTPOFF)},
 	{"FlagIndirect", "VPT_FLAG_INDIRECT", uint64(FlagIndirect)},
+	{"FlagPacked", "VPT_FLAG_PACKED", uint64(FlagPacked)},
 	{"KindRead", "VPT_KIND_READ", uint64(KindRead)},
 	{"KindWrite", "VPT_KIND_WRITE", uint64(KindWrite)},
 	{"KindRMW", "(VPT_KIND_READ | VPT_KIND_WRITE)", uint64(KindRMW)},
@@ -86,6 +87,7 @@ var cConsts = []struct {
 	{"SegTLS", "VPT_SEG_TLS", uint64(SegTLS)},
 	{"ObjectSitesRelOff", "offsetof(struct vpt_object, sites_rel)", ObjectSitesRelOff},
 	{"ObjectStrsRelOff", "offsetof(struct vpt_object, strs_rel)", ObjectStrsRelOff},
+	{"ObjectPackedRelOff", "offsetof(struct vpt_object, packed_rel)", ObjectPackedRelOff},
 	{"SiteKindOff", "VS_KIND", SiteKindOff}, // stubs.S reads it
 	{"VecIndexReg", vecCheck, uint64(VecIndexReg)},
 	{"VecGather", vecCheck, uint64(VecGather)},

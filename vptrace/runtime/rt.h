@@ -382,6 +382,8 @@ extern HIDDEN int vrt_final_started, vrt_final_done;
 
 /* rt_output.c */
 extern HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n);
+/* one chunk as it is, never compressed (iov[0] for the chunk header) */
+extern HIDDEN int vrt_write_chunk_plain(int fd, uint16_t type, struct iovec *iov, int n);
 extern HIDDEN int vrt_write_chunk(uint16_t type, struct iovec *iov, int n);
 extern HIDDEN void vrt_clock_bump(void);
 extern HIDDEN void vrt_note_chunk(uint32_t kind, uint32_t tid, uint64_t value, const char *text);

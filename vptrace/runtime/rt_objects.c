@@ -43,6 +43,30 @@ static void object_chunk(const struct vpt_object *o)
 	put64(fix + 40, o->id);
 	put64(fix + 48, o->reserved);
 	put32(fix + 56, o->name);
+	if ((o->flags & VPT_FLAG_PACKED) && o->packed_len && vrt_cfg_compress) {
+		/* hijack compressed the sites and strings (a raw DEFLATE
+		 * stream that starts on a byte boundary and refers to nothing
+		 * before it): the DEFLATE chunk is the header in a stored block,
+		 * then that stream. No compression here, at every start. */
+		uint8_t pre[8 + 5];
+		uint64_t inner = sizeof fix + (uint64_t)o->nsites * sizeof(struct vpt_site) + o->nstrs;
+		put16(pre, CH_OBJECT);
+		put16(pre + 2, 0);
+		put32(pre + 4, (uint32_t)inner);
+		pre[8] = 0; /* BFINAL 0, BTYPE 00 (stored), padding to the byte */
+		put16(pre + 9, sizeof fix);
+		put16(pre + 11, (uint16_t)~(uint16_t)sizeof fix);
+		iov[1].iov_base = pre;
+		iov[1].iov_len = sizeof pre;
+		iov[2].iov_base = fix;
+		iov[2].iov_len = sizeof fix;
+		iov[3].iov_base = (void *)(uintptr_t)((uint64_t)(uintptr_t)&o->packed_rel + (uint64_t)(int64_t)o->packed_rel);
+		iov[3].iov_len = o->packed_len;
+		if (inner <= (1u << 30)) {
+			vrt_write_chunk_plain(LOAD(&vrt_trace_fd), CH_DEFLATE, iov, 4);
+			return;
+		}
+	}
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
 	iov[2].iov_base = (void *)(uintptr_t)sites;

@@ -328,7 +328,7 @@ static int df_type(uint16_t type)
 
 /* ------------------------------------------------------------------ */
 /* chunks                                                              */
-static int write_chunk_plain(int fd, uint16_t type, struct iovec *iov, int n);
+
 
 /* Write one chunk: iov[0] is filled with the chunk header; iov[1..n) is
  * the payload. Large chunks of the types df_type names go into a DEFLATE
@@ -346,7 +346,7 @@ HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
 	for (int i = 1; i < n; i++)
 		len += iov[i].iov_len;
 	if (!vrt_cfg_compress || !df_type(type) || len < DF_MIN || len > (1u << 30))
-		return write_chunk_plain(fd, type, iov, n);
+		return vrt_write_chunk_plain(fd, type, iov, n);
 	while (hb < DF_HASH_BITS && ((size_t)1 << hb) < len)
 		hb++;
 	hbytes = (size_t)4 << hb;
@@ -354,7 +354,7 @@ HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
 	bytes = (hbytes + len + 8 + cap + 4095) & ~(size_t)4095;
 	m = df_scratch_get(bytes, &cached);
 	if (!m)
-		return write_chunk_plain(fd, type, iov, n);
+		return vrt_write_chunk_plain(fd, type, iov, n);
 	zero_bytes(m, hbytes);
 	in = m + hbytes;
 	out = in + len;
@@ -367,17 +367,17 @@ HIDDEN int vrt_write_chunk_fd(int fd, uint16_t type, struct iovec *iov, int n)
 	put32(out + 4, (uint32_t)len);
 	zn = df_compress(in, len, out + 8, cap, (uint32_t *)(void *)m, hb);
 	if (zn == 0) {
-		r = write_chunk_plain(fd, type, iov, n);
+		r = vrt_write_chunk_plain(fd, type, iov, n);
 	} else {
 		z[1].iov_base = out;
 		z[1].iov_len = 8 + zn;
-		r = write_chunk_plain(fd, CH_DEFLATE, z, 2);
+		r = vrt_write_chunk_plain(fd, CH_DEFLATE, z, 2);
 	}
 	df_scratch_put(m, bytes, cached);
 	return r;
 }
 
-static int write_chunk_plain(int fd, uint16_t type, struct iovec *iov, int n)
+HIDDEN int vrt_write_chunk_plain(int fd, uint16_t type, struct iovec *iov, int n)
 {
 	uint8_t hdr[16];
 	size_t len = 0, total;

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"hijack/vptrace/abi"
 	"hijack/vptrace/trace"
 )
 
@@ -1208,5 +1210,84 @@ func TestTraceDir(t *testing.T) {
 			compare(t, tr, expectations(t, so.String()))
 			checkClean(t, tr)
 		})
+	}
+}
+
+// TestPackedSiteTable: an object hijack rewrote carries its site table
+// compressed (abi.FlagPacked), which the runtime writes as it is, after a
+// stored block with the chunk's header, instead of compressing the table
+// at every start. The OBJECT chunk so written must read back as the one
+// written uncompressed (VPTRACE_COMPRESS=0): the same sites and strings.
+func TestPackedSiteTable(t *testing.T) {
+	needVT(t)
+	dir := t.TempDir()
+	hj := filepath.Join(dir, "hijack")
+	if out, err := exec.Command("go", "build", "-o", hj, "hijack/cmd/hijack").CombinedOutput(); err != nil {
+		t.Skipf("building hijack: %v\n%s", err, out)
+	}
+	// A table worth compressing: 60 functions, each with its accesses.
+	var src strings.Builder
+	src.WriteString("#include <stdio.h>\nint tab[4096];\n")
+	for k := 0; k < 60; k++ {
+		fmt.Fprintf(&src, "__attribute__((noinline)) int f%d(int i) { tab[i + %d] += i; return tab[i * %d %% 4000]; }\n", k, k, k+1)
+	}
+	src.WriteString("int main(void) { int s = 0;\n")
+	for k := 0; k < 60; k++ {
+		fmt.Fprintf(&src, "\ts += f%d(%d);\n", k, k*7)
+	}
+	src.WriteString("\tprintf(\"%d\\n\", s); return 0; }\n")
+	c := filepath.Join(dir, "many.c")
+	if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj, inst, bin := filepath.Join(dir, "many.o"), filepath.Join(dir, "many.inst.o"), filepath.Join(dir, "many")
+	if out, err := exec.Command("gcc", "-O2", "-c", c, "-o", obj).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(hj, "--preset", "vptrace", obj, inst).CombinedOutput(); err != nil {
+		t.Fatalf("hijack: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("gcc", inst, filepath.Join(libDir, "libvptrace.a"), "-lpthread", "-o", bin).CombinedOutput(); err != nil {
+		t.Fatalf("link: %v\n%s", err, out)
+	}
+	objects := func(env ...string) ([]*trace.Object, map[trace.ChunkType]int) {
+		vpt := filepath.Join(dir, fmt.Sprintf("t%d.vpt", len(env)))
+		cmd := exec.Command(bin)
+		cmd.Env = append(append(os.Environ(), "VPTRACE_OUT="+vpt), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", env, err, out)
+		}
+		rd, err := trace.Open(vpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		packed := map[trace.ChunkType]int{}
+		for {
+			ch, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if ch.Packed {
+				packed[ch.Type]++
+			}
+		}
+		return load(t, vpt).Objects, packed
+	}
+	got, packed := objects()
+	want, plain := objects("VPTRACE_COMPRESS=0")
+	if packed[trace.ChunkObject] != 1 || plain[trace.ChunkObject] != 0 {
+		t.Fatalf("compressed OBJECT chunks: %d with compression, %d without; want 1 and 0", packed[trace.ChunkObject], plain[trace.ChunkObject])
+	}
+	if len(got) != 1 || len(want) != 1 {
+		t.Fatalf("objects: %d and %d, want 1", len(got), len(want))
+	}
+	g, w := got[0], want[0]
+	if g.Flags&uint32(abi.FlagPacked) == 0 {
+		t.Errorf("descriptor flags %#x: not packed (hijack did not compress the table?)", g.Flags)
+	}
+	if len(g.Sites) < 10 || !reflect.DeepEqual(g.Sites, w.Sites) || !bytes.Equal(g.Strs, w.Strs) || g.Name() != w.Name() || g.ID != w.ID {
+		t.Errorf("packed OBJECT chunk: %d sites, %d bytes of strings, %q; written as it is: %d sites, %d bytes, %q",
+			len(g.Sites), len(g.Strs), g.Name(), len(w.Sites), len(w.Strs), w.Name())
 	}
 }

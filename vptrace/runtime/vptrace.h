@@ -162,7 +162,7 @@ const char *vptrace_path(void);
 #define VPT_MAX_STRS  (1u << 28)  /* nstrs is below */
 
 #ifndef __ASSEMBLER__
-struct vpt_object {        /* 48 bytes, in section .vptrace */
+struct vpt_object {        /* 56 bytes, in section .vptrace */
 	uint32_t magic;        /* VPT_OBJ_MAGIC */
 	uint32_t version;      /* VPTRACE_ABI_VERSION */
 	uint32_t nsites;
@@ -173,6 +173,10 @@ struct vpt_object {        /* 48 bytes, in section .vptrace */
 	uint32_t nstrs;        /* bytes in strs */
 	uint64_t id;           /* FNV-1a of the original object */
 	uint64_t reserved;     /* with VPT_FLAG_SLOTS_TPOFF: TPOFF of __vpt_slots_<id> */
+	/* with VPT_FLAG_PACKED (else absent: 48-byte descriptors are valid):
+	 * the site records and strings as a raw DEFLATE stream */
+	int32_t packed_rel;    /* the stream - &packed_rel */
+	uint32_t packed_len;   /* its length in bytes */
 };
 #endif
 
@@ -180,6 +184,7 @@ struct vpt_object {        /* 48 bytes, in section .vptrace */
 #define VPT_FLAG_IE          1 /* the slots (with VPT_FLAG_INDIRECT: their word) are initial-exec TLS, else local-exec */
 #define VPT_FLAG_SLOTS_TPOFF 2 /* reserved holds the slots' TPOFF: a fork child zeroes them */
 #define VPT_FLAG_INDIRECT    4 /* tls indirect: the TLS word points to this thread's slot array (vpt_slots) */
+#define VPT_FLAG_PACKED      8 /* packed_rel, packed_len: the sites and strings DEFLATE-compressed by hijack */
 
 #ifndef __ASSEMBLER__
 struct vpt_site {          /* 32 bytes */
