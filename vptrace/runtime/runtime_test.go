@@ -274,24 +274,7 @@ func TestCompressedChunks(t *testing.T) {
 			compare(t, tr, expectations(t, r.stdout))
 			checkClean(t, tr)
 			checkSites(t, tr)
-			rd, err := trace.Open(r.trace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rd.Close()
-			packed := map[trace.ChunkType]int{}
-			for {
-				ch, err := rd.Next()
-				if err != nil {
-					break
-				}
-				if ch.Packed {
-					packed[ch.Type]++
-					if ch.Stored >= len(ch.Payload) {
-						t.Errorf("%s chunk at %d: %d bytes stored for %d", ch.Type, ch.Offset, ch.Stored, len(ch.Payload))
-					}
-				}
-			}
+			packed := packedChunks(t, r.trace)
 			if !c.packed && len(packed) != 0 {
 				t.Errorf("compressed chunks with VPTRACE_COMPRESS=0: %v", packed)
 			}
@@ -304,6 +287,31 @@ func TestCompressedChunks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// packedChunks counts the trace's chunks stored compressed (DEFLATE), by
+// the type of the chunk inside; each must take fewer bytes than its payload.
+func packedChunks(t *testing.T, path string) map[trace.ChunkType]int {
+	t.Helper()
+	rd, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	packed := map[trace.ChunkType]int{}
+	for {
+		ch, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if ch.Packed {
+			packed[ch.Type]++
+			if ch.Stored >= len(ch.Payload) {
+				t.Errorf("%s chunk at %d: %d bytes stored for %d", ch.Type, ch.Offset, ch.Stored, len(ch.Payload))
+			}
+		}
+	}
+	return packed
 }
 
 // checkSites: every site resolves, and the attribution is right.
@@ -1257,22 +1265,7 @@ func TestPackedSiteTable(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", env, err, out)
 		}
-		rd, err := trace.Open(vpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rd.Close()
-		packed := map[trace.ChunkType]int{}
-		for {
-			ch, err := rd.Next()
-			if err != nil {
-				break
-			}
-			if ch.Packed {
-				packed[ch.Type]++
-			}
-		}
-		return load(t, vpt).Objects, packed
+		return load(t, vpt).Objects, packedChunks(t, vpt)
 	}
 	got, packed := objects()
 	want, plain := objects("VPTRACE_COMPRESS=0")
