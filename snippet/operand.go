@@ -274,6 +274,13 @@ func (o Operand) Seg(s Seg) Operand {
 	return o
 }
 
+// Add returns the memory operand o displaced by d more bytes (the
+// offset from its symbol, if it has one).
+func (o Operand) Add(d int64) Operand {
+	o.off += d
+	return o
+}
+
 // Base returns the memory operand o with base register r.
 func (o Operand) Base(r Reg) Operand {
 	o.reg = r

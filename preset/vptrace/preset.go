@@ -88,6 +88,7 @@ type objState struct {
 	analysis *loops.Analysis
 	live     map[*cfg.Graph]*cfg.Liveness
 	sites    []*site
+	nslots   int // the sites' last-page slots (addSite)
 	strs     kit.StringTable
 	x        *kit.Object
 	secData  int // .vptrace
@@ -290,6 +291,10 @@ func (st *objState) Finish() error {
 	case kit.Indirect:
 		desc.Flags = abi.FlagIE | abi.FlagIndirect
 	}
+	if st.nslots != n {
+		desc.Flags |= abi.FlagSlots
+		desc.NSlots = uint32(st.nslots)
+	}
 	recs := make([]abi.Site, n)
 	for k, s := range st.sites {
 		sec := s.fn.Section
@@ -357,7 +362,7 @@ func (st *objState) Finish() error {
 	data = append(data, packed...)
 	x := st.x
 	x.SetData(st.secData, data)
-	slots := st.slots().Size(n)
+	slots := st.slots().Size(st.nslots)
 	x.SetSize(st.secSlots, slots)
 	for _, sym := range []struct {
 		what        string

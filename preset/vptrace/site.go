@@ -58,6 +58,9 @@ type site struct {
 	// last-page slot the site compares its page with before its own
 	// (partner.go).
 	partner int
+	// slot is the site's last-page slot, second its second slot or -1
+	// (objState.addSite).
+	slot, second int
 }
 
 // dynStep is the step of a sweep as a loop-invariant register times a

@@ -37,8 +37,12 @@ func (st *objState) instrument(s *site, exact bool) error {
 		keep = l.keep
 	}
 	e := st.live[g].Effect(at)
-	k := len(st.sites)
-	st.sites = append(st.sites, s)
+	// A second slot for a site outside loops: such code runs once per
+	// call, and its callers may hand it two objects in turn (an
+	// accessor called for x, then y), on two pages a single slot would
+	// trade back and forth, each time through the cache probe.
+	second := !exact && !s.rep && kindBits(s.kind) != 0 && st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0
+	k := st.addSite(s, second)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -47,6 +51,21 @@ func (st *objState) instrument(s *site, exact bool) error {
 		st.bases[s] = effect.Reg(base)
 	}
 	return sec.InsertBefore(at, sn)
+}
+
+// addSite numbers s, its record in the site table, and gives it its
+// last-page slot and, if second, a second slot (ABI.md "Second slots"):
+// slots are numbered apart from sites, in the order sites are added.
+func (st *objState) addSite(s *site, second bool) int {
+	k := len(st.sites)
+	st.sites = append(st.sites, s)
+	s.slot, s.second = st.nslots, -1
+	st.nslots++
+	if second {
+		s.second = st.nslots
+		st.nslots++
+	}
+	return k
 }
 
 // placement chooses where a site's code goes: before its instruction (or
@@ -69,8 +88,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 	s := sw.site
 	sec := s.fn.Section
 	lv := st.live[st.prog.ByFunc[s.fn]]
-	k := len(st.sites)
-	st.sites = append(st.sites, s)
+	k := st.addSite(s, false)
 	s.kind |= abi.KindRange
 	put := func(e kit.Edge, delta int64, exit bool, adj int64) error {
 		live := e.Live(lv)
@@ -114,8 +132,7 @@ func (st *objState) instrumentVec(s *site) error {
 	if !ok {
 		return fmt.Errorf("cannot insert code before the instruction")
 	}
-	k := len(st.sites)
-	st.sites = append(st.sites, s)
+	k := st.addSite(s, false)
 	base := *s
 	if s.acc.VSIB {
 		base.acc.Mem.Index, base.acc.Mem.Scale = 0, 0 // the indices are the vector's
@@ -145,13 +162,12 @@ func (st *objState) instrumentRepAfter(s *site) error {
 	if !sec.CanInsertBefore(at) {
 		return fmt.Errorf("cannot insert code before the instruction")
 	}
-	k := len(st.sites)
-	st.sites = append(st.sites, s)
+	k := st.addSite(s, false)
 	// Before: mov %rcx, slot.
 	b := st.b
 	slots := st.slots()
 	if st.tls == kit.LocalExec {
-		b.MovQ(snippet.RCX, slots.At(b, k, snippet.NoReg, true, false))
+		b.MovQ(snippet.RCX, slots.At(b, s.slot, snippet.NoReg, true, false))
 	} else {
 		free, bw, err := kit.Scratch(1, lv.Before(at).Regs|1<<effect.RCX, 1<<effect.RSP|1<<effect.RCX, 0)
 		if err != nil {
@@ -166,7 +182,7 @@ func (st *objState) instrumentRepAfter(s *site) error {
 		if flags {
 			b.Pushfq()
 		}
-		b.MovQ(snippet.RCX, slots.At(b, k, kit.Reg(free[0]), true, stepped))
+		b.MovQ(snippet.RCX, slots.At(b, s.slot, kit.Reg(free[0]), true, stepped))
 		if flags {
 			b.Popfq()
 		}
@@ -180,7 +196,7 @@ func (st *objState) instrumentRepAfter(s *site) error {
 	}
 	// After: push the slot, call vpt_rep_after.
 	after, err := st.argCall(s, k, lv.After(at).Regs, "vpt_rep_after", func(b *kit.Builder, S snippet.Reg, shift int32) error {
-		b.MovQ(slots.At(b, k, S, false, true), S)
+		b.MovQ(slots.At(b, s.slot, S, false, true), S)
 		return nil
 	})
 	if err != nil {
@@ -257,7 +273,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 	if saveFlags {
 		b.Pushfq()
 	}
-	slot := st.slots().At(b, k, kit.Reg(free[need-1]), !exit, shift > 0)
+	slot := st.slots().At(b, s.slot, kit.Reg(free[need-1]), !exit, shift > 0)
 	if !exit {
 		b.MovQ(S, slot)
 		if saveFlags {
@@ -412,15 +428,15 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		slots := st.slots()
 		switch {
 		case hoisted:
-			slot = hoistedSlot(slots, lr.base, k)
+			slot = hoistedSlot(slots, lr.base, s.slot)
 		case st.tls == kit.LocalExec:
-			slot = slots.At(b, k, snippet.NoReg, true, false)
+			slot = slots.At(b, s.slot, snippet.NoReg, true, false)
 		case st.tls == kit.InitialExec && !exact:
-			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
+			slot = slots.At(b, s.slot, kit.Reg(free[next]), true, shift != 0)
 		}
 		saveFlags()
 		if st.tls == kit.Indirect && !exact && !hoisted {
-			slot = slots.At(b, k, kit.Reg(free[next]), true, shift != 0)
+			slot = slots.At(b, s.slot, kit.Reg(free[next]), true, shift != 0)
 		}
 		// avail: the registers of the snippet the cache probe may
 		// take over once the slot is written; not a slot base kept for
@@ -473,15 +489,32 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			if s.partner != 0 && first {
 				// (not the second page of a straddling access)
+				partner := st.sites[s.partner-1].slot
 				if hoisted {
-					b.CmpQ(rs, hoistedSlot(slots, lr.base, s.partner-1))
+					b.CmpQ(rs, hoistedSlot(slots, lr.base, partner))
 				} else {
-					b.CmpQ(rs, st.slotAt(slots, free, next, s.partner-1))
+					b.CmpQ(rs, st.slotAt(slots, free, next, partner))
 				}
 				b.Jcc(snippet.CondE, same)
 			}
 			b.CmpQ(rs, slot)
 			b.Jcc(snippet.CondE, same)
+			if s.second >= 0 {
+				// The second slot; on a miss of both, the slot's page
+				// moves to it (memory to memory through the stack: no
+				// register) and the slot takes the new one below.
+				second := slot.Add(int64(8 * (s.second - s.slot)))
+				b.CmpQ(rs, second)
+				b.Jcc(snippet.CondE, same)
+				if shift == 0 {
+					b.LeaQ(snippet.Mem(snippet.RSP, -kit.RedZone), snippet.RSP)
+				}
+				b.PushQ(slot)
+				b.PopQ(second)
+				if shift == 0 {
+					b.LeaQ(snippet.Mem(snippet.RSP, kit.RedZone), snippet.RSP)
+				}
+			}
 			if probeRegs == nil {
 				call(stub)
 				b.MovQ(rs, slot)

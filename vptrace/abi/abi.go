@@ -35,9 +35,10 @@ const (
 	Version uint32 = 1
 
 	// ObjectSize is sizeof(struct vpt_object). (Descriptors of 48 bytes,
-	// without the packed fields, are read as before: FlagPacked says
-	// whether the fields exist.)
-	ObjectSize = 56
+	// without the packed fields, and of 56, without the slot count, are
+	// read as before: FlagPacked and FlagSlots say whether the fields
+	// exist.)
+	ObjectSize = 64
 	// SiteSize is sizeof(struct vpt_site); site k is at sites[0] + k*SiteSize.
 	SiteSize = 32
 	// EventSize is sizeof(struct vpt_event).
@@ -45,6 +46,8 @@ const (
 
 	// MaxSites bounds vpt_object.nsites: the runtime accepts fewer.
 	MaxSites = 1 << 24
+	// MaxSlots bounds vpt_object.nslots: at most two slots a site.
+	MaxSlots = 2 * MaxSites
 	// MaxStrs bounds vpt_object.nstrs: the runtime accepts fewer.
 	MaxStrs = 1 << 28
 	// MaxObjects is how many registrations the runtime keeps (VPT_MAXOBJ).
@@ -79,6 +82,12 @@ const (
 	// writes as it is instead of compressing the table at every process
 	// start (ABI.md "Per-object data").
 	FlagPacked Flags = 8
+	// FlagSlots: NSlots is the number of last-page slots, at least NSites:
+	// the sites' own and the second slots some sites have (ABI.md "Second
+	// slots"), which a fork child zeroes and the runtime maps for tls
+	// indirect. Without it there are NSites slots. Implies FlagPacked's
+	// fields exist (0 when not packed).
+	FlagSlots Flags = 16
 )
 
 // Kind is vpt_site.kind: the kind of access and how the runtime records it.
@@ -185,6 +194,17 @@ type Object struct {
 	// of this field, and its length in bytes.
 	PackedRel int32  `c:"packed_rel"`
 	PackedLen uint32 `c:"packed_len"`
+	// With FlagSlots: the number of slots (below MaxSlots); Pad is 0.
+	NSlots uint32 `c:"nslots"`
+	Pad    uint32 `c:"pad"`
+}
+
+// Slots returns the number of last-page slots o's object has.
+func (o *Object) Slots() uint32 {
+	if o.Flags&FlagSlots != 0 {
+		return o.NSlots
+	}
+	return o.NSites
 }
 
 // Offsets of the descriptor's PC-relative fields, which the sites and
@@ -284,7 +304,9 @@ func (o *Object) Append(dst []byte) []byte {
 	dst = le.AppendUint64(dst, o.ID)
 	dst = le.AppendUint64(dst, o.Reserved)
 	dst = le.AppendUint32(dst, uint32(o.PackedRel))
-	return le.AppendUint32(dst, o.PackedLen)
+	dst = le.AppendUint32(dst, o.PackedLen)
+	dst = le.AppendUint32(dst, o.NSlots)
+	return le.AppendUint32(dst, o.Pad)
 }
 
 // Marshal returns the descriptor's ObjectSize bytes.
@@ -311,6 +333,8 @@ func UnmarshalObject(b []byte) (Object, error) {
 		Reserved:  le.Uint64(b[40:]),
 		PackedRel: int32(le.Uint32(b[48:])),
 		PackedLen: le.Uint32(b[52:]),
+		NSlots:    le.Uint32(b[56:]),
+		Pad:       le.Uint32(b[60:]),
 	}, nil
 }
 
@@ -328,6 +352,8 @@ func (o *Object) Check() error {
 		return fmt.Errorf("object descriptor: %d bytes of strings, at most %d", o.NStrs, MaxStrs-1)
 	case o.NStrs != 0 && o.Name >= o.NStrs:
 		return fmt.Errorf("object descriptor: name at %d, past the %d bytes of strings", o.Name, o.NStrs)
+	case o.Flags&FlagSlots != 0 && (o.NSlots < o.NSites || o.NSlots >= MaxSlots):
+		return fmt.Errorf("object descriptor: %d slots for %d sites, want at least as many and at most %d", o.NSlots, o.NSites, MaxSlots-1)
 	}
 	return nil
 }

@@ -111,11 +111,11 @@ func TestMarshal(t *testing.T) {
 // TestKnownBytes pins a descriptor and a site record to the bytes of
 // ABI.md's layout, written out by hand.
 func TestKnownBytes(t *testing.T) {
-	o := Object{Magic: Magic, Version: Version, NSites: 2, Flags: FlagIE | FlagIndirect | FlagPacked, SitesRel: 32, StrsRel: 92,
-		Name: 1, NStrs: 9, ID: 0x0102030405060708, Reserved: 0, PackedRel: 0x70, PackedLen: 0x33}
-	want := []byte("VPT1" + "\x01\x00\x00\x00" + "\x02\x00\x00\x00" + "\x0d\x00\x00\x00" + "\x20\x00\x00\x00" + "\x5c\x00\x00\x00" +
+	o := Object{Magic: Magic, Version: Version, NSites: 2, Flags: FlagIE | FlagIndirect | FlagPacked | FlagSlots, SitesRel: 32, StrsRel: 92,
+		Name: 1, NStrs: 9, ID: 0x0102030405060708, Reserved: 0, PackedRel: 0x70, PackedLen: 0x33, NSlots: 3}
+	want := []byte("VPT1" + "\x01\x00\x00\x00" + "\x02\x00\x00\x00" + "\x1d\x00\x00\x00" + "\x20\x00\x00\x00" + "\x5c\x00\x00\x00" +
 		"\x01\x00\x00\x00" + "\x09\x00\x00\x00" + "\x08\x07\x06\x05\x04\x03\x02\x01" + "\x00\x00\x00\x00\x00\x00\x00\x00" +
-		"\x70\x00\x00\x00" + "\x33\x00\x00\x00")
+		"\x70\x00\x00\x00" + "\x33\x00\x00\x00" + "\x03\x00\x00\x00" + "\x00\x00\x00\x00")
 	if got := o.Marshal(); !bytes.Equal(got, want) {
 		t.Errorf("descriptor\n% x\nwant\n% x", got, want)
 	}
@@ -190,12 +190,19 @@ func TestCheck(t *testing.T) {
 	if err := good.Check(); err != nil {
 		t.Errorf("good descriptor: %v", err)
 	}
+	// second slots: the count covers them; without the flag, the sites'
+	seconds := Object{Magic: Magic, Version: Version, NSites: 2, Flags: FlagSlots, NSlots: 3}
+	if err := seconds.Check(); err != nil || seconds.Slots() != 3 || good.Slots() != 1 {
+		t.Errorf("slot counts: %v, %d and %d slots", err, seconds.Slots(), good.Slots())
+	}
 	for _, bad := range []Object{
 		{Magic: Magic + 1, Version: Version},
 		{Magic: Magic, Version: Version + 1},
 		{Magic: Magic, Version: Version, NSites: MaxSites},
 		{Magic: Magic, Version: Version, NStrs: MaxStrs},
 		{Magic: Magic, Version: Version, Name: 4, NStrs: 4},
+		{Magic: Magic, Version: Version, NSites: 2, Flags: FlagSlots, NSlots: 1},
+		{Magic: Magic, Version: Version, NSites: 2, Flags: FlagSlots, NSlots: MaxSlots},
 	} {
 		if bad.Check() == nil {
 			t.Errorf("%+v accepted", bad)

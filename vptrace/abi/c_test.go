@@ -64,6 +64,7 @@ var cConsts = []struct {
 	{"EventSize", "VPT_EV_SIZE", EventSize},
 	{"MaxSites", "VPT_MAX_SITES", MaxSites},
 	{"MaxStrs", "VPT_MAX_STRS", MaxStrs},
+	{"MaxSlots", "VPT_MAX_SLOTS", MaxSlots},
 	{"MaxObjects", "VPT_MAXOBJ", MaxObjects},
 	{"NoSym", "VPT_NOSYM", uint64(NoSym)},
 	{"PageShift", noC, PageShift}, // the runtime's shifts by 12
@@ -72,6 +73,7 @@ var cConsts = []struct {
 	{"FlagSlotsTPOFF", "VPT_FLAG_SLOTS_TPOFF", uint64(FlagSlotsTPOFF)},
 	{"FlagIndirect", "VPT_FLAG_INDIRECT", uint64(FlagIndirect)},
 	{"FlagPacked", "VPT_FLAG_PACKED", uint64(FlagPacked)},
+	{"FlagSlots", "VPT_FLAG_SLOTS", uint64(FlagSlots)},
 	{"KindRead", "VPT_KIND_READ", uint64(KindRead)},
 	{"KindWrite", "VPT_KIND_WRITE", uint64(KindWrite)},
 	{"KindRMW", "(VPT_KIND_READ | VPT_KIND_WRITE)", uint64(KindRMW)},

@@ -197,6 +197,12 @@ extern uint64_t vpt_flush_requested(void);
 extern uint64_t vpt_final_requested(void);
 extern void vpt_flush_done(uint64_t ticket, int final);
 extern uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites);
+/* The number of o's last-page slots: its sites' own and the second slots
+ * of some (VPT_FLAG_SLOTS; ABI.md "Second slots"), else one a site. */
+static inline uint32_t vrt_obj_nslots(const struct vpt_object *o)
+{
+	return (o->flags & VPT_FLAG_SLOTS) ? o->nslots : o->nsites;
+}
 extern int vpt_interval_ms(void);
 extern void vpt_write_failed(int err);             /* a write to the trace failed: errno */
 extern int vpt_write_errno(void);                  /* the first failed write's errno, or 0 */

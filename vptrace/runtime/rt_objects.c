@@ -12,7 +12,8 @@
 static int obj_valid(const struct vpt_object *o)
 {
 	return o->magic == VPT_OBJ_MAGIC && o->version == VPTRACE_ABI_VERSION && o->nsites < VPT_MAX_SITES &&
-	       o->nstrs < VPT_MAX_STRS && (o->nstrs == 0 || o->name < o->nstrs);
+	       o->nstrs < VPT_MAX_STRS && (o->nstrs == 0 || o->name < o->nstrs) &&
+	       (!(o->flags & VPT_FLAG_SLOTS) || (o->nslots >= o->nsites && o->nslots < VPT_MAX_SLOTS));
 }
 
 uint64_t vpt_obj_sites(const struct vpt_object *o, uint32_t *nsites)
@@ -143,7 +144,7 @@ HIDDEN void vrt_reset_slots(void)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vpt_object *o = LOADA(&vpt_objs[i]);
 		if (o && (o->flags & (VPT_FLAG_SLOTS_TPOFF | VPT_FLAG_INDIRECT)) == VPT_FLAG_SLOTS_TPOFF && o->reserved != 0)
-			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)o->nsites * 8);
+			zero_bytes((void *)(uintptr_t)(tp + o->reserved), (size_t)vrt_obj_nslots(o) * 8);
 	}
 	readers_leave();
 	for (struct vpt_slothdr *h = LOAD(&vpt_t.slots); h; h = h->next)

@@ -107,15 +107,17 @@ void vpt_slots_c(uint64_t desc, uint64_t tpoff)
 	uint64_t *word = (uint64_t *)(uintptr_t)(thread_pointer() + tpoff), want = 0;
 	struct vpt_slothdr *h;
 	size_t bytes;
+	uint32_t n;
 	long m;
 	if (LOAD(word))
 		return; /* (a signal handler's call mapped it) */
-	if (o->magic != VPT_OBJ_MAGIC || o->nsites >= VPT_MAX_SITES) {
+	if (o->magic != VPT_OBJ_MAGIC || o->nsites >= VPT_MAX_SITES || vrt_obj_nslots(o) >= VPT_MAX_SLOTS) {
 		const char *msg[] = {"vptrace: a bad object descriptor asks for TLS slots; aborting\n", NULL};
 		fatal(msg);
 	}
 	slots_filter(t, slots_stale, NULL);
-	bytes = ((size_t)VPT_SLOTHDR + 8 * (size_t)(o->nsites ? o->nsites : 1) + 4095) & ~(size_t)4095;
+	n = vrt_obj_nslots(o);
+	bytes = ((size_t)VPT_SLOTHDR + 8 * (size_t)(n ? n : 1) + 4095) & ~(size_t)4095;
 	m = sc6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m < 0 && m > -4096) {
 		char why[128], size[24];

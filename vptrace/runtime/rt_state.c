@@ -51,7 +51,7 @@ _Static_assert(offsetof(struct vpt_thread, slots) == VT_SLOTS, "VT_SLOTS");
 _Static_assert(sizeof(struct vpt_thread) == 128, "vpt_thread");
 _Static_assert(sizeof(struct vpt_slothdr) == VPT_SLOTHDR, "vpt_slothdr");
 _Static_assert(offsetof(struct vpt_kinds, kind) == VPT_KINDS_HDR, "vpt_kinds");
-_Static_assert(sizeof(struct vpt_object) == 56, "vpt_object");
+_Static_assert(sizeof(struct vpt_object) == 64, "vpt_object");
 _Static_assert(sizeof(struct vpt_site) == 32, "vpt_site");
 _Static_assert(offsetof(struct vpt_site, kind) == VS_KIND, "VS_KIND");
 _Static_assert(offsetof(struct vpt_site, size) == VS_SIZE, "VS_SIZE");

@@ -160,9 +160,10 @@ const char *vptrace_path(void);
 #define VPT_OBJ_MAGIC 0x31545056u /* "VPT1" */
 #define VPT_MAX_SITES (1u << 24)  /* nsites is below */
 #define VPT_MAX_STRS  (1u << 28)  /* nstrs is below */
+#define VPT_MAX_SLOTS (2u << 24)  /* nslots is below: two slots a site at most */
 
 #ifndef __ASSEMBLER__
-struct vpt_object {        /* 56 bytes, in section .vptrace */
+struct vpt_object {        /* 64 bytes, in section .vptrace */
 	uint32_t magic;        /* VPT_OBJ_MAGIC */
 	uint32_t version;      /* VPTRACE_ABI_VERSION */
 	uint32_t nsites;
@@ -177,6 +178,9 @@ struct vpt_object {        /* 56 bytes, in section .vptrace */
 	 * the site records and strings as a raw DEFLATE stream */
 	int32_t packed_rel;    /* the stream - &packed_rel */
 	uint32_t packed_len;   /* its length in bytes */
+	/* with VPT_FLAG_SLOTS (else absent: 56-byte descriptors are valid) */
+	uint32_t nslots;       /* last-page slots: nsites <= nslots < VPT_MAX_SLOTS */
+	uint32_t pad;          /* 0 */
 };
 #endif
 
@@ -185,6 +189,7 @@ struct vpt_object {        /* 56 bytes, in section .vptrace */
 #define VPT_FLAG_SLOTS_TPOFF 2 /* reserved holds the slots' TPOFF: a fork child zeroes them */
 #define VPT_FLAG_INDIRECT    4 /* tls indirect: the TLS word points to this thread's slot array (vpt_slots) */
 #define VPT_FLAG_PACKED      8 /* packed_rel, packed_len: the sites and strings DEFLATE-compressed by hijack */
+#define VPT_FLAG_SLOTS      16 /* nslots: the object's slots, its sites' own and second ones (else nsites) */
 
 #ifndef __ASSEMBLER__
 struct vpt_site {          /* 32 bytes */

@@ -1,0 +1,120 @@
+package vptrace_test
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+	"hijack/vptrace/abi"
+	"hijack/vptrace/trace"
+)
+
+// TestSecondSlots runs accessors that trade two pages back and forth at
+// each of their sites (testdata/seconds.c: sites outside loops, which get
+// a second last-page slot): the object declares more slots than sites,
+// the parent's trace holds every page the accessors touched, and so does
+// a fork child's where its slots are zeroed in the child (tls indirect).
+// With tls indirect the runtime maps each thread's slot array: one sized
+// by the sites alone would be a page short of the second slots.
+func TestSecondSlots(t *testing.T) {
+	testutil.Need(t, "gcc")
+	rt := runtimeArchive(t)
+	for _, tls := range []string{"local-exec", "initial-exec", "indirect/shared"} {
+		t.Run(tls, func(t *testing.T) {
+			tls, shared := strings.CutSuffix(tls, "/shared")
+			dir := t.TempDir()
+			drv := testutil.Compile(t, dir, "gcc", "testdata/seconds_main.c", "-O2")
+			exe := filepath.Join(dir, "app")
+			var inst string
+			if shared {
+				inst = instrument(t, testutil.Compile(t, dir, "gcc", "testdata/seconds.c", "-O2", "-fPIC"), "tls="+tls)
+				so := filepath.Join(dir, "libseconds.so")
+				testutil.Link(t, "gcc", so, "-shared", inst, "-L"+runtimeDir, "-lvptrace", "-Wl,-rpath,"+runtimeDir)
+				testutil.Link(t, "gcc", exe, drv, so, "-Wl,-rpath,"+dir)
+			} else {
+				inst = instrument(t, testutil.Compile(t, dir, "gcc", "testdata/seconds.c", "-O2"), "tls="+tls)
+				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			}
+			d := descriptor(t, inst)
+			if d.Flags&abi.FlagSlots == 0 || d.NSlots != 2*d.NSites || d.NSites < 600 {
+				t.Fatalf("descriptor: %d sites, flags %#x, %d slots; want 600 sites or more, each with a second slot", d.NSites, d.Flags, d.NSlots)
+			}
+			vpt := filepath.Join(dir, "app.vpt")
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%v (the child's sum is wrong, or it crashed)\n%s", err, out)
+			}
+			want := map[uint64]bool{}
+			child := 0
+			for _, line := range strings.Split(string(out), "\n") {
+				var p uint64
+				if _, err := fmt.Sscanf(line, "page 0x%x", &p); err == nil {
+					want[p>>12] = true
+				}
+				fmt.Sscanf(line, "child %d", &child)
+			}
+			missing := func(file string) []string {
+				tr, err := trace.Load(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[uint64]bool{}
+				for _, th := range tr.Threads {
+					for p := range th.Pages {
+						got[p] = true
+					}
+				}
+				var miss []string
+				for p := range want {
+					if !got[p] {
+						miss = append(miss, hex(p))
+					}
+				}
+				return miss
+			}
+			if m := missing(vpt); len(m) > 0 {
+				t.Errorf("the parent's trace misses %d of %d pages: %v", len(m), len(want), head(m))
+			}
+			// (local-exec and initial-exec slots are copied into the
+			// child as they are: ABI.md, "Fork")
+			if shared {
+				if m := missing(filepath.Join(dir, fmt.Sprintf("app.%d.vpt", child))); len(m) > 0 {
+					t.Errorf("the fork child's trace misses %d of %d pages: %v", len(m), len(want), head(m))
+				}
+			}
+		})
+	}
+}
+
+// descriptor returns the vptrace descriptor of an instrumented object.
+func descriptor(t *testing.T, obj string) abi.Object {
+	t.Helper()
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".vptrace")
+	if sec == nil {
+		t.Fatalf("%s: no .vptrace section", obj)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := abi.UnmarshalObject(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
