@@ -59,6 +59,33 @@ func disasm(t *testing.T, obj, fn string) []string {
 	return strings.Split(body, "\n")
 }
 
+// comparedSlots returns the addends of the slot words a function's
+// inserted code compares pages with (disasm lines, tls local-exec), each
+// once, in order.
+func comparedSlots(t *testing.T, lines []string) []int64 {
+	t.Helper()
+	var slots []int64
+	cmp := false
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) >= 3 && cmp && strings.HasPrefix(f[1], "R_X86_64_TPOFF32") && strings.HasPrefix(f[2], "__vpt_slots_") {
+			add := int64(0)
+			if _, a, ok := strings.Cut(f[2], "+0x"); ok {
+				v, err := strconv.ParseInt(a, 16, 64)
+				if err != nil {
+					t.Fatalf("relocation %q: %v", line, err)
+				}
+				add = v
+			}
+			if !slices.Contains(slots, add) {
+				slots = append(slots, add)
+			}
+		}
+		cmp = len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
+	}
+	return slots
+}
+
 // slotCompares returns, for each access in a function's lines (disasm),
 // the addends of the slot words its inserted code compares the page with,
 // in order (the last is the site's own slot).

@@ -118,3 +118,35 @@ func descriptor(t *testing.T, obj string) abi.Object {
 	}
 	return d
 }
+
+// TestSecondSlotRule checks which sites get a second slot, from the slots
+// the instrumented code of each function of testdata/tables.c compares
+// pages with (tls local-exec): a site outside loops, and a look-up in a
+// loop whose index its definition bounds to a table of up to two pages;
+// not a look-up by an unbounded index.
+func TestSecondSlotRule(t *testing.T) {
+	testutil.Need(t, "gcc", "objdump")
+	for _, cc := range []string{"gcc", "clang"} {
+		t.Run(cc, func(t *testing.T) {
+			testutil.Need(t, cc)
+			dir := t.TempDir()
+			// (one site per look-up: clang unrolls the loops otherwise)
+			inst := instrument(t, testutil.Compile(t, dir, cc, "testdata/tables.c", "-O2", "-fno-unroll-loops"), "tls=local-exec")
+			for _, c := range []struct {
+				fn    string
+				slots int
+			}{
+				{"accessor", 2}, // no loop
+				{"bytes", 2},    // tab[x[i]], x bytes: 256 entries of 8 bytes
+				{"shifted", 2},  // tab[x[i] >> 53]: 2048 ints
+				{"masked", 2},   // tab[x[i] & 1023]: 1024 longs
+				{"words", 1},    // tab[x[i]], x 32-bit
+				{"wide", 1},     // tab[x[i] >> 40]: 2^24 ints
+			} {
+				if got := comparedSlots(t, disasm(t, inst, c.fn)); len(got) != c.slots {
+					t.Errorf("%s: compares with slots %#x, want %d slots", c.fn, got, c.slots)
+				}
+			}
+		})
+	}
+}

@@ -40,8 +40,11 @@ func (st *objState) instrument(s *site, exact bool) error {
 	// A second slot for a site outside loops: such code runs once per
 	// call, and its callers may hand it two objects in turn (an
 	// accessor called for x, then y), on two pages a single slot would
-	// trade back and forth, each time through the cache probe.
-	second := !exact && !s.rep && kindBits(s.kind) != 0 && st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0
+	// trade back and forth, each time through the cache probe. In a
+	// loop, for a look-up in a table of up to two pages, whose accesses
+	// fall on up to three pages.
+	second := !exact && !s.rep && kindBits(s.kind) != 0 &&
+		(st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0 || st.smallTable(s, g))
 	k := st.addSite(s, second)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
@@ -66,6 +69,65 @@ func (st *objState) addSite(s *site, second bool) int {
 		st.nslots++
 	}
 	return k
+}
+
+// smallTable reports whether s indexes a table of at most two pages: the
+// definition of its index register nearest before it in its block bounds
+// the index (indexBound) so that index times scale stays within 8 KiB. It
+// only chooses who gets a second slot: what any slot holds is right
+// whatever the answer.
+func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
+	m := s.acc.Mem
+	idx, width, ok := effect.GPR(m.Index)
+	if m.Index == 0 || !ok || width != 8 {
+		return false
+	}
+	b := g.BlockOf(s.inst)
+	for i := s.inst - 1; i >= b.Start; i-- {
+		e := st.live[g].Effect(i)
+		if !(e.Def | e.Partial).Has(idx) {
+			continue
+		}
+		bound, ok := indexBound(g.Sec.Asm(i), idx)
+		return ok && e.Partial&(1<<idx) == 0 && (bound+1)*uint64(m.Scale) <= 2*abi.PageSize
+	}
+	return false
+}
+
+// indexBound returns the largest value instruction a leaves in register
+// r, where its kind of instruction bounds it: a zero-extended byte or
+// word, a right shift by a constant, an and with a non-negative constant.
+func indexBound(a *x86asm.Inst, r effect.Reg) (uint64, bool) {
+	dst, ok := a.Args[0].(x86asm.Reg)
+	if !ok {
+		return 0, false
+	}
+	n, width, ok := effect.GPR(dst)
+	if !ok || n != r || width < 4 {
+		return 0, false
+	}
+	switch a.Op {
+	case x86asm.MOVZX:
+		switch src := a.Args[1].(type) {
+		case x86asm.Reg:
+			if _, w, ok := effect.GPR(src); ok && w <= 2 {
+				return 1<<(8*w) - 1, true
+			}
+		case x86asm.Mem:
+			if a.MemBytes == 1 || a.MemBytes == 2 {
+				return 1<<(8*a.MemBytes) - 1, true
+			}
+		}
+	case x86asm.SHR:
+		if c, ok := a.Args[1].(x86asm.Imm); ok && c > 0 && int(c) < 8*width {
+			return 1<<(8*width-int(c)) - 1, true
+		}
+	case x86asm.AND:
+		if c, ok := a.Args[1].(x86asm.Imm); ok && c >= 0 {
+			return uint64(c), true
+		}
+	}
+	return 0, false
 }
 
 // placement chooses where a site's code goes: before its instruction (or
