@@ -60,6 +60,10 @@ type Object struct {
 	// Name is the object's file name (or archive(member)), for messages
 	// and for what presets record about it.
 	Name string
+	// Executable: who compiled the object says it is for an executable
+	// (or a static archive for executables), not a shared library, which
+	// its relocations may not show; set by the caller (rewrite.Options).
+	Executable bool
 	// Code holds one entry per code section with contents, in section order.
 	Code []*Section
 	// BySection maps an ELF section index to its code section, if any.

@@ -31,15 +31,28 @@ type Stats struct {
 // bytes are the new object. Errors and warnings are one line each, with
 // names from the object made printable (elfobj.Printable).
 func Rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string)) ([]byte, Stats, error) {
+	return RewriteWith(name, data, rf, presets, warn, Options{})
+}
+
+// Options says what the caller knows of the object beyond its bytes.
+type Options struct {
+	// Executable: the object was compiled for an executable (hijack cc
+	// saw none of -fPIC, -fpic, -shared), so a preset may choose a TLS
+	// model a dlopen'ed library could not use (ibr.Object.Executable).
+	Executable bool
+}
+
+// RewriteWith is Rewrite with what opts says of the object.
+func RewriteWith(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string), opts Options) ([]byte, Stats, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
 	w := warn
-	out, st, err := rewrite(name, data, rf, presets, func(msg string) { w(elfobj.Printable(msg)) })
+	out, st, err := rewrite(name, data, rf, presets, func(msg string) { w(elfobj.Printable(msg)) }, opts)
 	return out, st, elfobj.PrintableError(err)
 }
 
-func rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string)) ([]byte, Stats, error) {
+func rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn func(string), opts Options) ([]byte, Stats, error) {
 	var st Stats
 	f, err := elfobj.Read(data)
 	if err != nil {
@@ -53,6 +66,7 @@ func rewrite(name string, data []byte, rf *rules.File, presets preset.Set, warn 
 		return nil, st, err
 	}
 	o.Name = name
+	o.Executable = opts.Executable
 	before := rawSize(f)
 	st.Funcs = len(o.Funcs)
 	// Group the selected functions by rule, in rule order.

@@ -260,7 +260,7 @@ func (w *ccWrapper) run(cmd []string) int {
 			if st := w.execArgs(cc, cargs); st != 0 {
 				return st
 			}
-			if err := w.rewriteInPlace(obj, args[i]); err != nil {
+			if err := w.rewriteInPlace(obj, args[i], p); err != nil {
 				return w.failed(args[i], err)
 			}
 			objs[i] = obj
@@ -514,7 +514,7 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 		if st := w.execArgs(cc, cargs); st != 0 {
 			return st
 		}
-		res, err := w.rewrite(obj, p.output)
+		res, err := w.rewrite(obj, p.output, p)
 		if err != nil {
 			return w.failed(p.output, err)
 		}
@@ -545,7 +545,7 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 		return exitOK
 	}
 	for _, obj := range compileOutputs(p, expandedOr(orig, args)) {
-		if err := w.rewriteInPlace(obj, obj); err != nil {
+		if err := w.rewriteInPlace(obj, obj, p); err != nil {
 			// As a compiler deletes its output when it fails: an
 			// uninstrumented object left behind would look up to date
 			// to make. Only the regular file the compiler just wrote.
@@ -667,18 +667,21 @@ func (w *ccWrapper) exec(name string, args []string) int {
 
 // rewrite reads the object the compiler wrote at obj and returns it
 // rewritten; warnings name the user's file, name.
-func (w *ccWrapper) rewrite(obj, name string) ([]byte, error) {
+// p is the compile command's: its code model options say whether the
+// object is for executables only.
+func (w *ccWrapper) rewrite(obj, name string, p parsed) ([]byte, error) {
 	data, err := readInput(obj)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := rewrite.Rewrite(filepath.Base(name), data, w.rf, all.Presets(), func(msg string) { w.warn(name, msg) })
+	out, _, err := rewrite.RewriteWith(filepath.Base(name), data, w.rf, all.Presets(), func(msg string) { w.warn(name, msg) },
+		rewrite.Options{Executable: !p.pic})
 	return out, err
 }
 
 // rewriteInPlace rewrites the object the compiler wrote at obj.
-func (w *ccWrapper) rewriteInPlace(obj, name string) error {
-	out, err := w.rewrite(obj, name)
+func (w *ccWrapper) rewriteInPlace(obj, name string, p parsed) error {
+	out, err := w.rewrite(obj, name, p)
 	if err != nil {
 		return err
 	}

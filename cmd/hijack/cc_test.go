@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
+	"hijack/vptrace/abi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,5 +100,80 @@ func TestCCWrapper(t *testing.T) {
 	}
 	if v := wrap("gcc", "--version"); !strings.Contains(v, "gcc") {
 		t.Fatalf("--version not passed through: %q", v)
+	}
+}
+
+// TestParsePIC: the last code model option decides whether a compile's
+// objects may go into a shared library; -shared says so whatever follows.
+func TestParsePIC(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		pic  bool
+	}{
+		{"-O2 -c a.c", false},
+		{"-fPIC -c a.c", true},
+		{"-fpic -c a.c", true},
+		{"-fPIC -fPIE -c a.c", false},
+		{"-fPIE -fPIC -c a.c", true},
+		{"-fPIC -fno-pic -c a.c", false},
+		{"-shared -fPIC a.c -o liba.so", true},
+		{"-shared a.c -o liba.so", true},
+		{"-shared -fno-PIC a.c -o liba.so", true},
+		{"a.c -o app", false},
+	} {
+		if p := parseCC(strings.Fields(tc.args)); p.pic != tc.pic {
+			t.Errorf("%q: pic %v, want %v", tc.args, p.pic, tc.pic)
+		}
+	}
+}
+
+// TestCCTLSModel: hijack cc knows what the object alone cannot show,
+// whether it was compiled for executables (no -fPIC, -fpic or -shared):
+// vptrace then keeps its slots initial-exec, not indirect, for an object
+// whose relocations would be the same either way (a function of its
+// arguments only).
+func TestCCTLSModel(t *testing.T) {
+	testutil.Need(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "get.c")
+	if err := os.WriteFile(src, []byte("long get(const long *p, long i) { return p[i]; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  abi.Flags
+	}{
+		{nil, abi.FlagIE},
+		{[]string{"-fPIE"}, abi.FlagIE},
+		{[]string{"-fPIC"}, abi.FlagIE | abi.FlagIndirect},
+		{[]string{"-fPIC", "-fno-pic"}, abi.FlagIE},
+	} {
+		obj := filepath.Join(dir, "get.o")
+		var out, errb bytes.Buffer
+		args := append(append([]string{"cc", "-q", "-p", "vptrace", "--", "gcc", "-O2"}, tc.flags...), "-c", src, "-o", obj)
+		if st := run(args, &out, &errb); st != 0 {
+			t.Fatalf("hijack %v: status %d: %s", args, st, errb.String())
+		}
+		f, err := elf.Open(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := f.Section(".vptrace")
+		if sec == nil {
+			f.Close()
+			t.Fatalf("%v: no .vptrace section", tc.flags)
+		}
+		data, err := sec.Data()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := abi.UnmarshalObject(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Flags &^ (abi.FlagPacked | abi.FlagSlots); got != tc.want {
+			t.Errorf("gcc %v: descriptor flags %#x, want %#x", tc.flags, got, tc.want)
+		}
 	}
 }

@@ -116,6 +116,12 @@ type parsed struct {
 	splitDwarf bool   // -gsplit-dwarf
 	dumpdir    string // -dumpdir value
 	dumpbase   bool   // -dumpbase or -dumpbase-ext given
+
+	// pic: the objects may go into a shared library (-fPIC or -fpic
+	// last of the code model options, or -shared); else they are for
+	// executables (rewrite.Options.Executable).
+	pic    bool
+	shared bool // -shared given
 }
 
 // otherOptions make the driver do something else than compiling to
@@ -155,6 +161,12 @@ func parseCCFor(args []string, gxx bool) parsed {
 			if p.mode == modeLink {
 				p.mode = modeCompile
 			}
+		case a == "-fPIC" || a == "-fpic":
+			p.pic = true
+		case a == "-fno-PIC" || a == "-fno-pic" || a == "-fPIE" || a == "-fpie" || a == "-fno-PIE" || a == "-fno-pie":
+			p.pic = p.shared
+		case a == "-shared":
+			p.pic, p.shared = true, true
 		case otherOptions[a] || strings.HasPrefix(a, "-print-") || strings.HasPrefix(a, "--print-") ||
 			strings.HasPrefix(a, "--help"):
 			other = true

@@ -60,7 +60,7 @@ func (Preset) Spec() rules.PresetSpec {
 			rules.BoolParam("usestack", false,
 				"trace rsp/rbp-based (stack) accesses too"),
 			rules.EnumParam("tls", "auto", tlsModels,
-				"TLS access model of the per-site slots: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up, indirect into any (dlopen'ed too), auto: local-exec where the object shows it is for an executable, else indirect"),
+				"TLS access model of the per-site slots: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up, indirect into any (dlopen'ed too), auto: local-exec where the object shows it is for an executable, initial-exec where hijack cc compiled it for one (no -fPIC, -fpic or -shared), else indirect"),
 			rules.BoolParam("exact", false,
 				"skip no access as same-page: trace every memory access of the selected blocks"),
 		},
@@ -216,6 +216,12 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 		if st.tls, err = kit.ParseTLSModel(tls); err != nil {
 			return nil, fmt.Errorf("vptrace: %w", err)
 		}
+	case kit.MayBeShared(f) && o.Executable:
+		// Compiled for an executable, which the object alone cannot
+		// show (its relocations would be the same -fPIC): initial-exec,
+		// which a shared library loaded at start-up could use too
+		// (not local-exec, which would fail to link into one).
+		st.tls = kit.InitialExec
 	case kit.MayBeShared(f):
 		// What may go into a shared library may be dlopen'ed, where
 		// static TLS for its slots is scarce.
