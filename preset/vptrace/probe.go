@@ -12,7 +12,7 @@ import (
 // The runtime's symbols the inline cache probe reads (ABI.md, "The inline
 // cache probe"): its per-thread state (initial-exec TLS) and its hot line.
 const (
-	probeThreadSym = "vpt_probe_thread"
+	probeThreadSym = "vpt_probe_tls"
 	probeHotSym    = "vpt_probe_hot"
 )
 
@@ -53,9 +53,8 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 //	lea  4+kind(,page,4), K
 //	mov  vpt_probe_hot@GOTPCREL(%rip), H
 //	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch, | kind
-//	mov  vpt_probe_thread@GOTTPOFF(%rip), H
-//	mov  %fs:VT_CACHE(H), H             # the cache; 0: none yet
-//	test H, H; jz miss
+//	mov  vpt_probe_tls@GOTTPOFF(%rip), H
+//	mov  %fs:VT_PROBE(H), H             # the cache (zeros while there is none: no test)
 //	lea  0(,K,4), X; and $CacheSetMask, X
 //	add  X, H                           # the set (page+1 mod 16384): two entries
 //	mov  (H), X; xor K, X; and $~(3^kind), X; jz hit   # both ways
@@ -122,8 +121,6 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
 	b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
 	b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
-	b.TestQ(H, H)
-	b.Jcc(snippet.CondE, missL)
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, K, 4, 0), X)
 	b.AndQ(snippet.Imm(abi.CacheSetMask), X)
 	b.AddQ(X, H)

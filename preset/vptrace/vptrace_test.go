@@ -228,9 +228,9 @@ func TestTLSModel(t *testing.T) {
 			// initial-exec access to the runtime's TLS whatever it is
 			// (the runtime may be a shared library).
 			r := relocTypes(t, inst)
-			probeTLS := symRelocs(t, f, syms, func(name string) bool { return name == "vpt_probe_thread" })
+			probeTLS := symRelocs(t, f, syms, func(name string) bool { return name == "vpt_probe_tls" })
 			if len(probeTLS) != 1 || probeTLS[elf.R_X86_64_GOTTPOFF] == 0 {
-				t.Errorf("the probe's references to vpt_probe_thread: %v, want R_X86_64_GOTTPOFF only", probeTLS)
+				t.Errorf("the probe's references to vpt_probe_tls: %v, want R_X86_64_GOTTPOFF only", probeTLS)
 			}
 			r[elf.R_X86_64_GOTTPOFF] -= probeTLS[elf.R_X86_64_GOTTPOFF]
 			other := elf.R_X86_64_GOTTPOFF + elf.R_X86_64_TPOFF32 - c.tls
@@ -304,7 +304,7 @@ func runtimeRelocs(t *testing.T, f *elf.File, syms []elf.Symbol) map[elf.R_X86_6
 	t.Helper()
 	// (the probe's data references are not calls: TestTLSModel checks them)
 	return symRelocs(t, f, syms, func(name string) bool {
-		return strings.HasPrefix(name, "vpt_") && name != "vpt_probe_thread" && name != "vpt_probe_hot"
+		return strings.HasPrefix(name, "vpt_") && name != "vpt_probe_tls" && name != "vpt_probe_hot"
 	})
 }
 

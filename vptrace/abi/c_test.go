@@ -106,7 +106,7 @@ var cConsts = []struct {
 	{"BlocksTPOffOff", "offsetof(struct vpt_blocks, tpoff)", BlocksTPOffOff},
 	{"BlocksBlocksRelOff", "offsetof(struct vpt_blocks, blocks_rel)", BlocksBlocksRelOff},
 	{"BlocksStrsRelOff", "offsetof(struct vpt_blocks, strs_rel)", BlocksStrsRelOff},
-	{"ProbeCacheOff", "offsetof(struct vpt_thread, cache)", ProbeCacheOff},
+	{"ProbeCacheOff", "offsetof(struct vpt_thread, probe)", ProbeCacheOff},
 	{"ProbeEpochOff", "offsetof(struct vpt_hot_s, epoch)", ProbeEpochOff},
 	{"CacheEntries", "VPT_CACHE", CacheEntries},
 	{"CacheSetMask", "VPT_CACHE_SETMASK", CacheSetMask},

@@ -13,6 +13,7 @@
 #define VT_FLAGS  20
 #define VT_CACHE  88  /* the recent-page cache: a pointer to VPT_CACHE entries, or 0 */
 #define VT_SLOTS  96  /* the thread's slot arrays of tls: indirect objects (a list) */
+#define VT_PROBE  112 /* what inline probes read: the cache, or vrt_probe_none (never 0) */
 #define VPT_CACHE 32768 /* entries: VPT_CACHE / 2 sets of two */
 #define VPT_CACHE_SETMASK 0x3fff0 /* a key's set: (key << 2) & this is its offset (bits 2-15 of key: page+1 mod 16384) */
 
@@ -105,7 +106,13 @@ struct vpt_thread {
 	struct vpt_slothdr *slots;
 	/* 104: the thread's block counters of blockcount objects (rt_blocks.c), a list */
 	struct vpt_bcrec *blocks;
-	uint64_t pad3[2];      /* 112 */
+	/* 112: the cache for inline probes (ABI.md "The inline cache
+	 * probe"): cache when there is one, else vrt_probe_none, a table of
+	 * zeros no key matches (the TLS image starts every thread with it),
+	 * so that the probes need not test for none. Set before cache is
+	 * set, reset before cache is cleared and unmapped. */
+	const uint64_t *probe;
+	uint64_t pad3;         /* 120 */
 };
 
 /* The head of a slot array of an object of tls: indirect: the mapping
@@ -244,6 +251,9 @@ extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
 #include <unistd.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
+
+/* The inline probes' table while a thread has no cache: VPT_CACHE zeros. */
+extern HIDDEN const uint64_t vrt_probe_none[VPT_CACHE];
 
 /* atomics and raw system calls (no libc on the batch path) */
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)

@@ -48,6 +48,7 @@ _Static_assert(offsetof(struct vpt_hot_s, clock) == VH_CLOCK, "VH_CLOCK");
 _Static_assert(offsetof(struct vpt_hot_s, epoch) == VH_EPOCH, "VH_EPOCH");
 _Static_assert(offsetof(struct vpt_thread, cache) == VT_CACHE, "VT_CACHE");
 _Static_assert(offsetof(struct vpt_thread, slots) == VT_SLOTS, "VT_SLOTS");
+_Static_assert(offsetof(struct vpt_thread, probe) == VT_PROBE, "VT_PROBE");
 _Static_assert(sizeof(struct vpt_thread) == 128, "vpt_thread");
 _Static_assert(sizeof(struct vpt_slothdr) == VPT_SLOTHDR, "vpt_slothdr");
 _Static_assert(offsetof(struct vpt_kinds, kind) == VPT_KINDS_HDR, "vpt_kinds");
@@ -65,11 +66,18 @@ _Static_assert(VD_VSIB(1u << VD_VSIB_BIT) && VD_MASK(1u << VD_MASK_BIT) && VD_MR
 HIDDEN struct vpt_hot_s vpt_hot __attribute__((aligned(64))) = {.active = 1};
 /* aligned(16): as GCC aligned it when rt_*.c were one file (the runtime's
  * TLS block: 144 bytes in libvptrace.so, ABI.md) */
-HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec"), aligned(16)));
+/* (in .bss, not .rodata: zeros that take no room in the file) */
+HIDDEN const uint64_t vrt_probe_none[VPT_CACHE] __attribute__((aligned(64), section(".bss.vrt_probe_none")));
+HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec"), aligned(16))) = {.probe = vrt_probe_none};
 /* What inserted code reads itself (ABI.md "The inline cache probe": the
- * thread's cache pointer at VT_CACHE and the epoch at VH_EPOCH), under
- * names of their own, exported from libvptrace.so too */
+ * thread's probe table at VT_PROBE and the epoch at VH_EPOCH), under
+ * names of their own, exported from libvptrace.so too. vpt_probe_tls is
+ * new with VT_PROBE: objects whose probes read it fail to link against a
+ * runtime without it (vpt_probe_thread: the name earlier objects read
+ * VT_CACHE through) */
 extern __thread struct vpt_thread vpt_probe_thread
+	__attribute__((alias("vpt_t"), visibility("default"), tls_model("initial-exec")));
+extern __thread struct vpt_thread vpt_probe_tls
 	__attribute__((alias("vpt_t"), visibility("default"), tls_model("initial-exec")));
 extern struct vpt_hot_s vpt_probe_hot __attribute__((alias("vpt_hot"), visibility("default")));
 

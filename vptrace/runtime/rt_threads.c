@@ -195,12 +195,15 @@ static void cache_map(struct vpt_thread *t)
 	long p = sc6(SYS_mmap, 0, CACHE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return; /* no cache: every event is recorded */
+	STORE(&t->probe, (const uint64_t *)p);
 	STORE(&t->cache, (uint64_t *)p);
 }
 
 HIDDEN void vrt_cache_unmap(struct vpt_thread *t)
 {
-	uint64_t *c = XCHG(&t->cache, NULL);
+	uint64_t *c;
+	STORE(&t->probe, vrt_probe_none); /* first: probes read it without testing */
+	c = XCHG(&t->cache, NULL);
 	if (c)
 		sc3(SYS_munmap, (long)c, CACHE_BYTES, 0);
 }

@@ -563,6 +563,18 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestProbeTable: a new thread's probes read a table of zeros until the
+// thread has a cache, then the cache, never 0; objects of earlier versions
+// read the cache's address, 0 until then, from the same state at 88
+// (testdata/vt.c "probetable").
+func TestProbeTable(t *testing.T) {
+	r := runVT(t, nil, "probetable")
+	mustOK(t, r)
+	if !strings.Contains(r.stdout, "P 0 0\n") {
+		t.Errorf("vt probetable: %q, want \"P 0 0\" (bits: 1 the names differ, 2 no table or a cache before the first event, 4 the table is not zeros, 8 the probes do not read the cache)", r.stdout)
+	}
+}
+
 // TestIntervalEpochs: the recent-page cache and the range memo forget
 // every VPTRACE_INTERVAL_MS, so a page in use is recorded again in a later
 // interval: two events each, where within one interval there would be one.

@@ -1391,6 +1391,50 @@ static int throughput(int nthreads, long n)
 	return 0;
 }
 
+/* probetable: what inline probes read in a thread's TLS (ABI.md "The
+ * inline cache probe"): vpt_probe_tls at 112, the table probes read, never
+ * 0 (zeros until the thread has a cache, then the cache), and the same
+ * state under vpt_probe_thread with the cache's address at 88, 0 until
+ * there is one, which objects of earlier versions test. */
+struct probe_view {
+	uint8_t pad[88];
+	const uint64_t *cache; /* 88 */
+	uint8_t pad2[16];
+	const uint64_t *probe; /* 112 */
+};
+extern __thread struct probe_view vpt_probe_tls __attribute__((tls_model("initial-exec")));
+extern __thread struct probe_view vpt_probe_thread __attribute__((tls_model("initial-exec")));
+
+static void *probe_thread(void *arg)
+{
+	char *buf = arg;
+	int bad = 0;
+	const uint64_t *before = vpt_probe_tls.probe;
+	uint64_t sum = 0;
+	if (&vpt_probe_tls != &vpt_probe_thread)
+		bad |= 1;
+	if (!before || vpt_probe_thread.cache)
+		bad |= 2;
+	for (long i = 0; before && i < 32768; i++)
+		sum |= before[i];
+	if (sum)
+		bad |= 4;
+	CR(buf); /* a default-mode site's event: the thread's cache */
+	if (!vpt_probe_thread.cache || vpt_probe_tls.probe != vpt_probe_thread.cache)
+		bad |= 8;
+	printf("P %d %d\n", bad, before == vpt_probe_tls.probe);
+	return NULL;
+}
+
+static int probetable(void)
+{
+	char *buf = malloc(4096);
+	pthread_t th;
+	if (!buf || pthread_create(&th, NULL, probe_thread, buf) || pthread_join(th, NULL))
+		return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "basic";
@@ -1408,6 +1452,8 @@ int main(int argc, char **argv)
 		return epochs();
 	if (!strcmp(s, "cache"))
 		return cachetest();
+	if (!strcmp(s, "probetable"))
+		return probetable();
 	if (!strcmp(s, "smallstack"))
 		return smallstack();
 	if (!strcmp(s, "rep"))
