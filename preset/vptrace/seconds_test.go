@@ -142,6 +142,7 @@ func TestSecondSlotRule(t *testing.T) {
 				{"masked", 2},   // tab[x[i] & 1023]: 1024 longs
 				{"words", 1},    // tab[x[i]], x 32-bit
 				{"wide", 1},     // tab[x[i] >> 40]: 2^24 ints
+				{"halved", 1},   // tab[x[i] >> 1]: 2^63 longs (the byte count overflows)
 			} {
 				if got := comparedSlots(t, disasm(t, inst, c.fn)); len(got) != c.slots {
 					t.Errorf("%s: compares with slots %#x, want %d slots", c.fn, got, c.slots)

@@ -89,7 +89,8 @@ func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
 			continue
 		}
 		bound, ok := indexBound(g.Sec.Asm(i), idx)
-		return ok && e.Partial&(1<<idx) == 0 && (bound+1)*uint64(m.Scale) <= 2*abi.PageSize
+		// (bound first: bound+1 times the scale may overflow)
+		return ok && e.Partial&(1<<idx) == 0 && bound < 2*abi.PageSize && (bound+1)*uint64(m.Scale) <= 2*abi.PageSize
 	}
 	return false
 }
