@@ -260,7 +260,7 @@ func (w *ccWrapper) run(cmd []string) int {
 			if st := w.execArgs(cc, cargs); st != 0 {
 				return st
 			}
-			if err := w.rewriteInPlace(obj, args[i], p); err != nil {
+			if err := w.rewriteInPlace(obj, args[i], p.forExecutable(args, i)); err != nil {
 				return w.failed(args[i], err)
 			}
 			objs[i] = obj
@@ -514,7 +514,7 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 		if st := w.execArgs(cc, cargs); st != 0 {
 			return st
 		}
-		res, err := w.rewrite(obj, p.output, p)
+		res, err := w.rewrite(obj, p.output, p.forExecutable(args, p.sources[0]))
 		if err != nil {
 			return w.failed(p.output, err)
 		}
@@ -544,8 +544,10 @@ func (w *ccWrapper) compile(cc string, orig, args []string, p parsed) int {
 		// output is no object of one source).
 		return exitOK
 	}
-	for _, obj := range compileOutputs(p, expandedOr(orig, args)) {
-		if err := w.rewriteInPlace(obj, obj, p); err != nil {
+	cargs := expandedOr(orig, args)
+	for k, obj := range compileOutputs(p, cargs) {
+		// (one object a source, in order)
+		if err := w.rewriteInPlace(obj, obj, p.forExecutable(cargs, p.sources[k])); err != nil {
 			// As a compiler deletes its output when it fails: an
 			// uninstrumented object left behind would look up to date
 			// to make. Only the regular file the compiler just wrote.
@@ -667,21 +669,21 @@ func (w *ccWrapper) exec(name string, args []string) int {
 
 // rewrite reads the object the compiler wrote at obj and returns it
 // rewritten; warnings name the user's file, name.
-// p is the compile command's: its code model options say whether the
-// object is for executables only.
-func (w *ccWrapper) rewrite(obj, name string, p parsed) ([]byte, error) {
+// exe: the compile command says the object is for executables only
+// (parsed.forExecutable).
+func (w *ccWrapper) rewrite(obj, name string, exe bool) ([]byte, error) {
 	data, err := readInput(obj)
 	if err != nil {
 		return nil, err
 	}
 	out, _, err := rewrite.RewriteWith(filepath.Base(name), data, w.rf, all.Presets(), func(msg string) { w.warn(name, msg) },
-		rewrite.Options{Executable: !p.pic})
+		rewrite.Options{Executable: exe})
 	return out, err
 }
 
 // rewriteInPlace rewrites the object the compiler wrote at obj.
-func (w *ccWrapper) rewriteInPlace(obj, name string, p parsed) error {
-	out, err := w.rewrite(obj, name, p)
+func (w *ccWrapper) rewriteInPlace(obj, name string, exe bool) error {
+	out, err := w.rewrite(obj, name, exe)
 	if err != nil {
 		return err
 	}

@@ -131,23 +131,30 @@ func TestParsePIC(t *testing.T) {
 // whether it was compiled for executables (no -fPIC, -fpic or -shared):
 // vptrace then keeps its slots initial-exec, not indirect, for an object
 // whose relocations would be the same either way (a function of its
-// arguments only).
+// arguments only). Not for assembly, which those options do not change.
 func TestCCTLSModel(t *testing.T) {
 	testutil.Need(t, "gcc")
 	dir := t.TempDir()
-	src := filepath.Join(dir, "get.c")
-	if err := os.WriteFile(src, []byte("long get(const long *p, long i) { return p[i]; }\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range map[string]string{
+		"get.c": "long get(const long *p, long i) { return p[i]; }\n",
+		"get.s": "\t.text\n\t.globl get\n\t.type get, @function\nget:\n\tmovq (%rdi,%rsi,8), %rax\n\tret\n\t.size get, .-get\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tc := range []struct {
+		src   string
 		flags []string
 		want  abi.Flags
 	}{
-		{nil, abi.FlagIE},
-		{[]string{"-fPIE"}, abi.FlagIE},
-		{[]string{"-fPIC"}, abi.FlagIE | abi.FlagIndirect},
-		{[]string{"-fPIC", "-fno-pic"}, abi.FlagIE},
+		{"get.c", nil, abi.FlagIE},
+		{"get.c", []string{"-fPIE"}, abi.FlagIE},
+		{"get.c", []string{"-fPIC"}, abi.FlagIE | abi.FlagIndirect},
+		{"get.c", []string{"-fPIC", "-fno-pic"}, abi.FlagIE},
+		{"get.s", nil, abi.FlagIE | abi.FlagIndirect},
 	} {
+		src := filepath.Join(dir, tc.src)
 		obj := filepath.Join(dir, "get.o")
 		var out, errb bytes.Buffer
 		args := append(append([]string{"cc", "-q", "-p", "vptrace", "--", "gcc", "-O2"}, tc.flags...), "-c", src, "-o", obj)
@@ -161,7 +168,7 @@ func TestCCTLSModel(t *testing.T) {
 		sec := f.Section(".vptrace")
 		if sec == nil {
 			f.Close()
-			t.Fatalf("%v: no .vptrace section", tc.flags)
+			t.Fatalf("%v %s: no .vptrace section", tc.flags, tc.src)
 		}
 		data, err := sec.Data()
 		f.Close()
@@ -173,7 +180,7 @@ func TestCCTLSModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := d.Flags &^ (abi.FlagPacked | abi.FlagSlots); got != tc.want {
-			t.Errorf("gcc %v: descriptor flags %#x, want %#x", tc.flags, got, tc.want)
+			t.Errorf("gcc %v %s: descriptor flags %#x, want %#x", tc.flags, tc.src, got, tc.want)
 		}
 	}
 }

@@ -124,6 +124,26 @@ type parsed struct {
 	shared bool // -shared given
 }
 
+// forExecutable reports whether the object of source args[i] is for
+// executables only: no -fPIC, -fpic or -shared, and the source is C or C++
+// (for assembly those options change nothing: its code is what it is).
+func (p parsed) forExecutable(args []string, i int) bool {
+	if p.pic {
+		return false
+	}
+	switch l := p.lang[i]; {
+	case l == "assembler" || l == "assembler-with-cpp":
+		return false
+	case l != "" && l != "none":
+		return true
+	}
+	switch filepath.Ext(args[i]) {
+	case ".s", ".S", ".sx", ".asm":
+		return false
+	}
+	return true
+}
+
 // otherOptions make the driver do something else than compiling to
 // objects or linking: the command passes through untouched.
 var otherOptions = map[string]bool{

@@ -60,7 +60,7 @@ func (Preset) Spec() rules.PresetSpec {
 			rules.BoolParam("usestack", false,
 				"trace rsp/rbp-based (stack) accesses too"),
 			rules.EnumParam("tls", "auto", tlsModels,
-				"TLS access model of the per-site slots: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up, indirect into any (dlopen'ed too), auto: local-exec where the object shows it is for an executable, initial-exec where hijack cc compiled it for one (no -fPIC, -fpic or -shared), else indirect"),
+				"TLS access model of the per-site slots: local-exec links only into executables, initial-exec also into shared libraries loaded at start-up, indirect into any (dlopen'ed too), auto: local-exec where the object shows it is for an executable, initial-exec where hijack cc compiled it for one (C or C++ without -fPIC, -fpic or -shared), else indirect"),
 			rules.BoolParam("exact", false,
 				"skip no access as same-page: trace every memory access of the selected blocks"),
 		},
