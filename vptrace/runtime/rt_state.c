@@ -64,10 +64,10 @@ _Static_assert(VD_VSIB(1u << VD_VSIB_BIT) && VD_MASK(1u << VD_MASK_BIT) && VD_MR
 /* state shared with stubs.S and Go                                    */
 
 HIDDEN struct vpt_hot_s vpt_hot __attribute__((aligned(64))) = {.active = 1};
-/* aligned(16): as GCC aligned it when rt_*.c were one file (the runtime's
- * TLS block: 144 bytes in libvptrace.so, ABI.md) */
 /* (in .bss, not .rodata: zeros that take no room in the file) */
 HIDDEN const uint64_t vrt_probe_none[VPT_CACHE] __attribute__((aligned(64), section(".bss.vrt_probe_none")));
+/* aligned(16): as GCC aligned it when rt_*.c were one file (the runtime's
+ * TLS block: 160 bytes in libvptrace.so, ABI.md) */
 HIDDEN __thread struct vpt_thread vpt_t __attribute__((tls_model("initial-exec"), aligned(16))) = {.probe = vrt_probe_none};
 /* What inserted code reads itself (ABI.md "The inline cache probe": the
  * thread's probe table at VT_PROBE and the epoch at VH_EPOCH), under
