@@ -67,23 +67,39 @@ func comparedSlots(t *testing.T, lines []string) []int64 {
 	var slots []int64
 	cmp := false
 	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) >= 3 && cmp && strings.HasPrefix(f[1], "R_X86_64_TPOFF32") && strings.HasPrefix(f[2], "__vpt_slots_") {
-			add := int64(0)
-			if _, a, ok := strings.Cut(f[2], "+0x"); ok {
-				v, err := strconv.ParseInt(a, 16, 64)
-				if err != nil {
-					t.Fatalf("relocation %q: %v", line, err)
-				}
-				add = v
-			}
-			if !slices.Contains(slots, add) {
-				slots = append(slots, add)
-			}
+		if add, ok := slotAddend(t, line, cmp); ok && !slices.Contains(slots, add) {
+			slots = append(slots, add)
 		}
-		cmp = len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
+		cmp = isSlotCompare(line)
 	}
 	return slots
+}
+
+// slotAddend returns the addend of the slot word a relocation line of
+// objdump -dr names, when it follows a compare (cmp: the previous line
+// was one, isSlotCompare).
+func slotAddend(t *testing.T, line string, cmp bool) (int64, bool) {
+	t.Helper()
+	f := strings.Fields(line)
+	if !cmp || len(f) < 3 || !strings.HasPrefix(f[1], "R_X86_64_TPOFF32") || !strings.HasPrefix(f[2], "__vpt_slots_") {
+		return 0, false
+	}
+	_, a, ok := strings.Cut(f[2], "+0x")
+	if !ok {
+		return 0, true
+	}
+	v, err := strconv.ParseInt(a, 16, 64)
+	if err != nil {
+		t.Fatalf("relocation %q: %v", line, err)
+	}
+	return v, true
+}
+
+// isSlotCompare reports whether an objdump line is a compare with a
+// TLS word (a slot, with tls local-exec).
+func isSlotCompare(line string) bool {
+	f := strings.Fields(line)
+	return len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
 }
 
 // slotCompares returns, for each access in a function's lines (disasm),
@@ -95,20 +111,12 @@ func slotCompares(t *testing.T, lines []string) [][]int64 {
 	var cur []int64
 	cmp := false
 	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) >= 3 && strings.HasPrefix(f[1], "R_X86_64_TPOFF32") && cmp && strings.HasPrefix(f[2], "__vpt_slots_") {
-			add := int64(0)
-			if _, a, ok := strings.Cut(f[2], "+0x"); ok {
-				v, err := strconv.ParseInt(a, 16, 64)
-				if err != nil {
-					t.Fatalf("relocation %q: %v", line, err)
-				}
-				add = v
-			}
+		if add, ok := slotAddend(t, line, cmp); ok {
 			cur = append(cur, add)
 			continue
 		}
-		cmp = len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
+		cmp = isSlotCompare(line)
+		f := strings.Fields(line)
 		// the access itself: a byte load from the block, after its checks
 		if len(f) >= 3 && f[1] == "movzbl" && strings.HasPrefix(f[2], "(%") && cur != nil {
 			sites = append(sites, cur)
