@@ -1,7 +1,6 @@
 package vptrace_test
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,32 +90,6 @@ func TestSecondSlots(t *testing.T) {
 			}
 		})
 	}
-}
-
-// descriptor returns the vptrace descriptor of an instrumented object.
-func descriptor(t *testing.T, obj string) abi.Object {
-	t.Helper()
-	f, err := elf.Open(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sec := f.Section(".vptrace")
-	if sec == nil {
-		t.Fatalf("%s: no .vptrace section", obj)
-	}
-	data, err := sec.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := abi.UnmarshalObject(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Check(); err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // TestSecondSlotRule checks which sites get a second slot, from the slots

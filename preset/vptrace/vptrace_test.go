@@ -84,6 +84,32 @@ func relocTypes(t *testing.T, obj string) map[elf.R_X86_64]int {
 	return m
 }
 
+// descriptor returns the vptrace descriptor of an instrumented object.
+func descriptor(t *testing.T, obj string) abi.Object {
+	t.Helper()
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".vptrace")
+	if sec == nil {
+		t.Fatalf("%s: no .vptrace section", obj)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := abi.UnmarshalObject(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestSweepsExact runs kernels whose loops become sweeps (and some that
 // cannot) and compares the traced pages with the pages the driver knows
 // they touched: none missing, none extra.
@@ -237,14 +263,7 @@ func TestTLSModel(t *testing.T) {
 			if r[c.tls] == 0 || r[other] != 0 {
 				t.Errorf("relocations %v (but the probe's), want %v and no %v", r, c.tls, other)
 			}
-			desc, err := f.Section(".vptrace").Data()
-			if err != nil || len(desc) < 48 {
-				t.Fatalf("descriptor: %v", err)
-			}
-			d, err := abi.UnmarshalObject(desc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := descriptor(t, inst)
 			// (FlagPacked says only whether the site table was worth
 			// compressing, FlagSlots whether some site has a second
 			// slot: not the TLS model)
