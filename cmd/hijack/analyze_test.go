@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,13 +82,10 @@ func TestAnalyzeJSON(t *testing.T) {
 func TestArchiveInputs(t *testing.T) {
 	testutil.Need(t, "gcc", "ar")
 	dir := t.TempDir()
-	loops := testutil.Compile(t, dir, "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline")
-	kitchen := testutil.Compile(t, dir, "gcc", "../../testdata/src/kitchen.c", "-O2")
+	loops, kitchen := testObjects(t, dir)
 	for _, kind := range []string{"rcs", "rcT"} {
 		lib := filepath.Join(dir, "lib"+kind+".a")
-		if out, err := exec.Command("ar", kind, lib, loops, kitchen).CombinedOutput(); err != nil {
-			t.Fatalf("ar: %v %s", err, out)
-		}
+		makeArchive(t, kind, lib, loops, kitchen)
 		var out, errb bytes.Buffer
 		if st := run([]string{"analyze", "--json", lib}, &out, &errb); st != 0 {
 			t.Fatalf("%s: analyze: status %d: %s", kind, st, errb.String())
@@ -151,9 +147,7 @@ func TestArchiveOddMembers(t *testing.T) {
 	} {
 		lib := filepath.Join(dir, "lib.a")
 		os.Remove(lib)
-		if out, err := exec.Command("ar", append([]string{"rcs", lib}, tt.members...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ar: %v %s", err, out)
-		}
+		makeArchive(t, "rcs", lib, tt.members...)
 		var out, errb bytes.Buffer
 		st := run([]string{"-p", "pad", lib, filepath.Join(dir, "out.a")}, &out, &errb)
 		if st != tt.status || !strings.Contains(errb.String(), tt.stderr) {

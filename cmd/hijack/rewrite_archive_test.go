@@ -16,6 +16,22 @@ import (
 	"hijack/rules"
 )
 
+// testObjects compiles two objects of testdata/src into dir: loops.o
+// (-O1, calls kept) and kitchen.o.
+func testObjects(t *testing.T, dir string) (loops, kitchen string) {
+	t.Helper()
+	return testutil.Compile(t, dir, "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline"),
+		testutil.Compile(t, dir, "gcc", "../../testdata/src/kitchen.c", "-O2")
+}
+
+// makeArchive runs ar with operation op (rcs, rcT) to make lib of members.
+func makeArchive(t *testing.T, op, lib string, members ...string) {
+	t.Helper()
+	if out, err := exec.Command("ar", append([]string{op, lib}, members...)...).CombinedOutput(); err != nil {
+		t.Fatalf("ar: %v %s", err, out)
+	}
+}
+
 // The rewrite of an archive, streamed member by member through a spill
 // file, writes the archive the in-memory way gave: every member rewritten
 // on its own and the whole laid out by archive.Write. Regular and thin
@@ -23,8 +39,7 @@ import (
 func TestRewriteArchiveStreamed(t *testing.T) {
 	testutil.Need(t, "gcc", "ar")
 	dir := t.TempDir()
-	loops := testutil.Compile(t, dir, "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline")
-	kitchen := testutil.Compile(t, dir, "gcc", "../../testdata/src/kitchen.c", "-O2")
+	loops, kitchen := testObjects(t, dir)
 	notes := filepath.Join(dir, "notes_with_a_long_name.txt")
 	os.WriteFile(notes, []byte("not an object, odd\n"), 0o644)
 	rf, err := rules.Default(all.Presets().Registry(), "pad")
@@ -43,9 +58,7 @@ func TestRewriteArchiveStreamed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lib := filepath.Join(t.TempDir(), "lib.a")
-			if out, err := exec.Command("ar", tt.ar, lib, loops, notes, kitchen).CombinedOutput(); err != nil {
-				t.Fatalf("ar: %v %s", err, out)
-			}
+			makeArchive(t, tt.ar, lib, loops, notes, kitchen)
 			ms, err := archive.ReadFile(lib)
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +95,7 @@ func TestRewriteArchiveStreamed(t *testing.T) {
 func TestRewriteArchiveFails(t *testing.T) {
 	testutil.Need(t, "gcc", "ar")
 	dir := t.TempDir()
-	loops := testutil.Compile(t, dir, "gcc", "../../testdata/src/loops.c", "-O1", "-fno-inline")
-	kitchen := testutil.Compile(t, dir, "gcc", "../../testdata/src/kitchen.c", "-O2")
+	loops, kitchen := testObjects(t, dir)
 	corrupt := filepath.Join(dir, "corrupt.o")
 	k, _ := os.ReadFile(kitchen)
 	bad := bytes.Clone(k[:len(k)/2])
@@ -92,18 +104,12 @@ func TestRewriteArchiveFails(t *testing.T) {
 	gone := filepath.Join(dir, "gone.o")
 	os.WriteFile(gone, k, 0o644)
 	thin := filepath.Join(dir, "libthin.a")
-	if out, err := exec.Command("ar", "rcT", thin, loops, gone, kitchen).CombinedOutput(); err != nil {
-		t.Fatalf("ar: %v %s", err, out)
-	}
+	makeArchive(t, "rcT", thin, loops, gone, kitchen)
 	os.Remove(gone)
 	regular := filepath.Join(dir, "libbad.a")
-	if out, err := exec.Command("ar", "rcs", regular, loops, corrupt, kitchen).CombinedOutput(); err != nil {
-		t.Fatalf("ar: %v %s", err, out)
-	}
+	makeArchive(t, "rcs", regular, loops, corrupt, kitchen)
 	good := filepath.Join(dir, "libgood.a")
-	if out, err := exec.Command("ar", "rcs", good, loops, kitchen).CombinedOutput(); err != nil {
-		t.Fatalf("ar: %v %s", err, out)
-	}
+	makeArchive(t, "rcs", good, loops, kitchen)
 	for _, tt := range []struct {
 		name   string
 		lib    string
