@@ -127,7 +127,14 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	a, err := NewFile(f, fi.Size(), filepath.Dir(path))
+	return FromFile(f, fi.Size())
+}
+
+// FromFile is Open for the archive of size bytes in f, which was opened
+// by its path (thin members are relative to its directory). The File owns
+// f from then on, error or not: its Close closes f.
+func FromFile(f *os.File, size int64) (*File, error) {
+	a, err := NewFile(f, size, filepath.Dir(f.Name()))
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -62,7 +62,14 @@ func readInput(p string) ([]byte, error) {
 		return nil, errors.Unwrap(err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxInput {
+	fi, err := f.Stat()
+	return readOpened(f, fi, err)
+}
+
+// readOpened is readInput for the file f, open already, and what its Stat
+// returned.
+func readOpened(f *os.File, fi os.FileInfo, err error) ([]byte, error) {
+	if err == nil && fi.Mode().IsRegular() && fi.Size() > maxInput {
 		return nil, fmt.Errorf("%d bytes: larger than any object or archive hijack reads (%d GiB)", fi.Size(), maxInput>>30)
 	} else if err == nil && fi.IsDir() {
 		return nil, errors.New("is a directory")

@@ -136,24 +136,26 @@ type output interface {
 // read so (from a pipe) is read member by member from memory. size is the
 // input's size.
 func openInput(p string) (data []byte, ar *archive.File, size int64, err error) {
-	if f, err := os.Open(p); err == nil {
-		fi, err := f.Stat()
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, 0, errors.Unwrap(err)
+	}
+	fi, serr := f.Stat()
+	if serr == nil && fi.Mode().IsRegular() && fi.Size() <= maxInput {
 		var magic [len(archive.Magic)]byte
-		isAr := false
-		if err == nil && fi.Mode().IsRegular() && fi.Size() <= maxInput {
-			n, _ := f.ReadAt(magic[:], 0)
-			isAr = archive.IsArchive(magic[:n])
-		}
-		f.Close()
-		if isAr {
-			ar, err := archive.Open(p)
-			if err != nil {
+		n, _ := f.ReadAt(magic[:], 0)
+		if archive.IsArchive(magic[:n]) {
+			if ar, err = archive.FromFile(f, fi.Size()); err != nil {
 				return nil, nil, 0, err
 			}
 			return nil, ar, fi.Size(), nil
 		}
 	}
-	if data, err = readInput(p); err != nil {
+	// (not an archive in a regular file: read whole, from where
+	// ReadAt left the offset, the start)
+	data, err = readOpened(f, fi, serr)
+	f.Close()
+	if err != nil {
 		return nil, nil, 0, err
 	}
 	if archive.IsArchive(data) {
