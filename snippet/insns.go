@@ -11,11 +11,20 @@ import (
 
 // arg converts a caller's operand, rejecting nil and the zero Operand.
 func (b *Builder) arg(as obj.As, a Arg) (Operand, bool) {
-	if a == nil {
+	// A type switch, not a.operand(): a method called through the
+	// interface would make every operand escape to the heap (one
+	// allocation per operand of every inserted instruction). Arg's method
+	// is unexported: these are all its types.
+	var o Operand
+	switch v := a.(type) {
+	case Operand:
+		o = v
+	case Reg:
+		o = v.operand()
+	default:
 		b.fail("%v: nil operand", as)
 		return Operand{}, false
 	}
-	o := a.operand()
 	if o.kind == kindNone {
 		b.fail("%v: invalid (zero) operand", as)
 		return Operand{}, false

@@ -81,7 +81,7 @@ type Builder struct {
 	fields []field        // relocated fields of raw bytes
 	n      int            // placeholders and internal labels handed out
 	err    error
-	labels map[string]int // of the last Assemble
+	labels map[string]int // of the last Assemble, internal ones too (Labels filters)
 }
 
 // use is one operand's reference: off is the offset the operand adds to
@@ -248,7 +248,10 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		return nil, err
 	}
 	sn := &ibr.Snippet{Code: code.Bytes}
-	b.labels = nil
+	if n := len(code.Relocs) + len(b.fields); n > 0 {
+		sn.Relocs = make([]ibr.SnippetReloc, 0, n)
+	}
+	b.labels = code.Labels
 	for _, r := range code.Relocs {
 		u, ok := b.uses[r.Sym]
 		if !ok {
@@ -276,20 +279,27 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		}
 		sn.Relocs = append(sn.Relocs, r)
 	}
-	for name, off := range code.Labels {
-		if !strings.HasPrefix(name, internal) {
-			if b.labels == nil {
-				b.labels = make(map[string]int)
-			}
-			b.labels[name] = off
-		}
+	if len(sn.Relocs) == 0 {
+		sn.Relocs = nil // (only links)
 	}
 	return sn, nil
 }
 
 // Labels returns the offsets of the labels (Label) of the snippet last
-// assembled, nil if it had none.
-func (b *Builder) Labels() map[string]int { return b.labels }
+// assembled, nil if it had none. (Made on demand: presets ask for few
+// snippets' labels.)
+func (b *Builder) Labels() map[string]int {
+	var out map[string]int
+	for name, off := range b.labels {
+		if !strings.HasPrefix(name, internal) {
+			if out == nil {
+				out = make(map[string]int)
+			}
+			out[name] = off
+		}
+	}
+	return out
+}
 
 // Reset discards the code built so far.
 func (b *Builder) Reset() {
