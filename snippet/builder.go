@@ -68,6 +68,7 @@ type Builder struct {
 	// encodings holds the instructions encoded so far (encode), by the
 	// key keyOf builds in key.
 	encodings map[string]*encoded
+	lsyms     map[string]*obj.LSym // lsym
 	key       []byte
 	// scratch of Assemble and encode, reused
 	enc  []*encoded
@@ -409,7 +410,7 @@ func (b *Builder) addr(o *Operand, dispPH int32) obj.Addr {
 	case kindRIP:
 		// The offset stays out of golang-asm (its field is zero either way):
 		// Assemble computes the ELF addend from o.off.
-		a := obj.Addr{Type: obj.TYPE_MEM, Name: obj.NAME_EXTERN, Sym: &obj.LSym{Name: o.sym}}
+		a := obj.Addr{Type: obj.TYPE_MEM, Name: obj.NAME_EXTERN, Sym: b.lsym(o.sym)}
 		if o.rel == elf.R_X86_64_GOTPCREL || o.rel == elf.R_X86_64_GOTPCRELX {
 			a.Name = obj.NAME_GOTREF
 		}
@@ -620,6 +621,22 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 		b.keep(key, e)
 	}
 	return e, nil
+}
+
+// lsym returns the golang-asm symbol named name, one per name and
+// Builder: a snippet names the same few symbols at every site, and an
+// LSym is large. golang-asm only reads its name (relocs maps the
+// relocations it makes back to ELF ones by name).
+func (b *Builder) lsym(name string) *obj.LSym {
+	if s, ok := b.lsyms[name]; ok {
+		return s
+	}
+	if b.lsyms == nil {
+		b.lsyms = make(map[string]*obj.LSym)
+	}
+	s := &obj.LSym{Name: name}
+	b.lsyms[name] = s
+	return s
 }
 
 func (b *Builder) keep(key []byte, e *encoded) {

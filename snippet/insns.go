@@ -218,7 +218,7 @@ func (b *Builder) branchSym(as obj.As, sym string) {
 	}
 	p := b.newProg()
 	p.As = as
-	p.To = obj.Addr{Type: obj.TYPE_BRANCH, Name: obj.NAME_EXTERN, Sym: &obj.LSym{Name: sym}}
+	p.To = obj.Addr{Type: obj.TYPE_BRANCH, Name: obj.NAME_EXTERN, Sym: b.lsym(sym)}
 	b.push(inst{first: p, last: p, p: p, branchSym: sym})
 }
 
