@@ -14,6 +14,8 @@ import (
 	"github.com/twitchyliquid64/golang-asm/obj"
 	"github.com/twitchyliquid64/golang-asm/obj/x86"
 	"github.com/twitchyliquid64/golang-asm/objabi"
+
+	"hijack/ibr/x86len"
 )
 
 // Reloc is a relocation inside an assembled snippet. Type is debug/elf's
@@ -69,6 +71,7 @@ type Builder struct {
 	// key keyOf builds in key.
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
+	tmpl      obj.Addr             // keyOf's scratch
 	key       []byte
 	// scratch of Assemble and encode, reused
 	enc  []*encoded
@@ -90,6 +93,11 @@ type inst struct {
 	dispPH      int32     // placeholder displacement for a symbolic kindMem
 	nImm        int       // number of plain (non-symbolic) immediates
 	imm0        int64     // the plain immediate, when nImm == 1
+	// disp is the displacement of a plain memory operand (no symbol),
+	// which keyOf leaves out of the key but for its size class
+	// (dispClass): encode patches it into the bytes (encoded.dispOff).
+	disp      int64
+	dispClass int8 // 0: no such operand or disp 0; 1: disp8; 4: disp32
 }
 
 // Placeholders put into symbolic fields golang-asm cannot relocate itself.
@@ -501,6 +509,9 @@ func (b *Builder) Assemble() (code Code, err error) {
 			continue
 		}
 		code.Bytes = append(code.Bytes, e.bytes...)
+		if e.templ {
+			e.patchDisp(code.Bytes[at[i]:], in.disp, in.dispClass)
+		}
 		for k, r := range e.relocs {
 			r.Off += at[i]
 			switch e.from[k] {
@@ -549,6 +560,11 @@ type encoded struct {
 	bytes  []byte
 	relocs []Reloc
 	from   []uint8
+	// dispOff is where the displacement of a plain memory operand is in
+	// bytes, for an instruction of dispClass 1 or 4 (kept for every
+	// displacement of the class; templ says it is).
+	dispOff int8
+	templ   bool
 }
 
 // Which symbolic offset a relocation's addend adds: none (a call's), the
@@ -617,10 +633,50 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 	if e.relocs, e.from, err = b.relocs(in, s); err != nil {
 		return nil, err
 	}
+	if ok && in.dispClass != 0 {
+		// Kept for every displacement of its class: where the bytes
+		// hold this one, they take the others (Assemble patches them).
+		// Where not (a compressed EVEX disp8, say), kept for none.
+		ok = e.findDisp(in)
+	}
 	if ok {
 		b.keep(key, e)
 	}
 	return e, nil
+}
+
+// findDisp locates in e's bytes the displacement in.disp of its plain
+// memory operand, of in.dispClass bytes, and reports whether it found it
+// there (then e.dispOff is where).
+func (e *encoded) findDisp(in *inst) bool {
+	lay, err := x86len.Decode(e.bytes)
+	if err != nil || int(lay.Len) != len(e.bytes) || lay.DispSize != in.dispClass || lay.RIPRelative {
+		return false
+	}
+	off := int(lay.DispOff)
+	switch in.dispClass {
+	case 1:
+		if int64(int8(e.bytes[off])) != in.disp {
+			return false
+		}
+	case 4:
+		if int64(int32(binary.LittleEndian.Uint32(e.bytes[off:]))) != in.disp {
+			return false
+		}
+	}
+	e.dispOff, e.templ = int8(off), true
+	return true
+}
+
+// patchDisp writes disp into code, the bytes of e as Assemble appended
+// them.
+func (e *encoded) patchDisp(code []byte, disp int64, class int8) {
+	switch class {
+	case 1:
+		code[e.dispOff] = byte(int8(disp))
+	case 4:
+		binary.LittleEndian.PutUint32(code[e.dispOff:], uint32(int32(disp)))
+	}
 }
 
 // lsym returns the golang-asm symbol named name, one per name and
@@ -665,12 +721,29 @@ func (b *Builder) keyOf(key []byte, in *inst) ([]byte, bool) {
 		return key, false
 	}
 	key = append(key, byte(len(p.RestArgs)))
-	key, ok1 := appendAddr(key, &p.From)
-	key, ok2 := appendAddr(key, &p.To)
+	// A plain memory operand (no symbol, whose placeholder displacement
+	// relocs looks for) goes into the key with its displacement's size
+	// class, not its value: the slots a preset's sites compare are one
+	// instruction then, encoded once (encode, Assemble).
+	in.dispClass = 0
+	templ := func(a *obj.Addr) *obj.Addr {
+		if a.Type != obj.TYPE_MEM || a.Name != obj.NAME_NONE || a.Sym != nil || in.mem.kind != kindNone || a.Offset == 0 {
+			return a
+		}
+		in.disp, in.dispClass = a.Offset, 4
+		if a.Offset == int64(int8(a.Offset)) {
+			in.dispClass = 1
+		}
+		b.tmpl = *a
+		b.tmpl.Offset = int64(in.dispClass) << 40 // (no real displacement: 32 bits)
+		return &b.tmpl
+	}
+	key, ok1 := appendAddr(key, templ(&p.From))
+	key, ok2 := appendAddr(key, templ(&p.To))
 	ok := ok1 && ok2
 	for i := range p.RestArgs {
 		var good bool
-		key, good = appendAddr(key, &p.RestArgs[i])
+		key, good = appendAddr(key, templ(&p.RestArgs[i]))
 		ok = ok && good
 	}
 	for _, o := range [...]*Operand{&in.mem, &in.imm} {

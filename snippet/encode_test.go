@@ -71,6 +71,19 @@ func TestCacheMatchesFresh(t *testing.T) {
 			b.Label("out" + p.name)
 		},
 	}
+	// plain displacements on every kind of base (rbp and r13 take a disp8
+	// for 0, rsp and r12 a SIB byte), in pushes, pops, SSE and AVX moves
+	shapes["bases"] = func(b *Builder, p params) {
+		for _, base := range []Reg{RBP, R13, RSP, R12, RBX, R15} {
+			b.CmpQ(p.reg, Mem(base, p.disp))
+			b.PushQ(Mem(base, p.disp))
+			b.PopQ(Mem(base, p.disp+8))
+			b.IncQ(MemIndex(base, RCX, 4, p.disp))
+		}
+		b.Movdqu(Mem(RDI, p.disp), XMM(1))
+		b.Vmovdqu(Mem(R13, p.disp).Seg(GS), YMM(2))
+		b.XorQ(Mem(RSI, p.disp), R9)
+	}
 	var ps []params
 	for i, d := range []int32{0, 8, 120, 127, 128, 4096, -128, -129} {
 		for j, imm := range []int64{1, 127, 128, -1, 0x7fffffff} {
@@ -103,4 +116,27 @@ func TestCacheMatchesFresh(t *testing.T) {
 		t.Errorf("no instruction encodings kept")
 	}
 	t.Logf("%d snippets, %d instructions encoded", 8*len(ps), len(cached.encodings))
+}
+
+// TestDisplacementClasses: an instruction is encoded once for every plain
+// displacement of its size class (the slots of a preset's sites), not once
+// per displacement.
+func TestDisplacementClasses(t *testing.T) {
+	b := New()
+	for k := int32(1); k < 200; k++ {
+		b.CmpQ(RAX, Mem(R15, 8*k))
+		code, err := b.Assemble()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := New()
+		fresh.CmpQ(RAX, Mem(R15, 8*k))
+		want, _ := fresh.Assemble()
+		if !reflect.DeepEqual(code, want) {
+			t.Fatalf("disp %d: % x, want % x", 8*k, code.Bytes, want.Bytes)
+		}
+	}
+	if len(b.encodings) != 2 {
+		t.Errorf("%d encodings kept, want 2 (disp8 and disp32)", len(b.encodings))
+	}
 }

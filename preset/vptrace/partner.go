@@ -37,6 +37,11 @@ type partners struct {
 	// same register (sameIndex): they usually match it and leave their
 	// own slots alone.
 	chained map[*site]bool
+	// unchanged's scratch, kept across its calls: seen[b] == gen marks
+	// block b visited by the current call.
+	seen []uint32
+	gen  uint32
+	work []*cfg.Block
 }
 
 type partnerSite struct {
@@ -198,15 +203,25 @@ func (p *partners) unchanged(pi int, pb *cfg.Block, si int, sb *cfg.Block, regs 
 	// Backwards from the site to the partner's block (every path gets
 	// there: it dominates), every block in between whole; the site's own
 	// block too if a path comes around to it again.
-	seen := map[int]bool{pb.Index: true}
-	work := append([]*cfg.Block(nil), sb.Preds...)
+	if len(p.seen) < len(p.g.Blocks) {
+		p.seen, p.gen = make([]uint32, len(p.g.Blocks)), 0
+	}
+	p.gen++
+	if p.gen == 0 { // wrapped: stale marks could equal it
+		clear(p.seen)
+		p.gen = 1
+	}
+	seen, gen := p.seen, p.gen
+	seen[pb.Index] = gen
+	work := append(p.work[:0], sb.Preds...)
+	defer func() { p.work = work[:0] }()
 	for len(work) > 0 {
 		b := work[len(work)-1]
 		work = work[:len(work)-1]
-		if seen[b.Index] {
+		if seen[b.Index] == gen {
 			continue
 		}
-		seen[b.Index] = true
+		seen[b.Index] = gen
 		if writes(b.Start, b.End) {
 			return false
 		}

@@ -78,6 +78,7 @@ type objState struct {
 	o      *ibr.Object
 	id     uint64
 	suffix string
+	names  map[string]string // sym's, by what
 	// tls is how inserted code reaches the object's per-thread slots
 	// (ABI.md, "Per-thread last-page slots"): with initial-exec, a
 	// dlopen'ed library has static TLS for about 150 sites (glibc's
@@ -267,7 +268,19 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 	return st, nil
 }
 
-func (st *objState) sym(what string) string { return "__vpt_" + what + "_" + st.suffix }
+// sym returns the name of the object's symbol what: __vpt_<what>_<id>
+// (made once per name: the sites ask for theirs at every site).
+func (st *objState) sym(what string) string {
+	if name, ok := st.names[what]; ok {
+		return name
+	}
+	if st.names == nil {
+		st.names = make(map[string]string)
+	}
+	name := "__vpt_" + what + "_" + st.suffix
+	st.names[what] = name
+	return name
+}
 
 // slots returns the object's per-site slots: the array, or with tls:
 // indirect the word holding this thread's array, and the function that
