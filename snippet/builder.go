@@ -72,6 +72,7 @@ type Builder struct {
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
 	tmpl      obj.Addr             // keyOf's scratch
+	keys      []byte               // the keys of the snippet's instructions inst did not find
 	key       []byte
 	// scratch of Assemble and encode, reused
 	enc  []*encoded
@@ -98,6 +99,12 @@ type inst struct {
 	// (dispClass): encode patches it into the bytes (encoded.dispOff).
 	disp      int64
 	dispClass int8 // 0: no such operand or disp 0; 1: disp8; 4: disp32
+	// enc is the instruction's bytes, found by its key when inst made
+	// it; else the key is Builder.keys[keyOff:][:keyLen] (keyed), under
+	// which encode keeps them.
+	enc            *encoded
+	keyOff, keyLen int32
+	keyed          bool
 }
 
 // Placeholders put into symbolic fields golang-asm cannot relocate itself.
@@ -145,6 +152,7 @@ func (b *Builder) Reset() {
 		b.insts[i] = inst{}
 	}
 	b.insts = b.insts[:0]
+	b.keys = b.keys[:0]
 	clear(b.labels)
 	b.err = nil
 	b.diags = b.diags[:0]
@@ -320,6 +328,20 @@ func (b *Builder) inst(as obj.As, from Operand, rest []Operand, to Operand) {
 		b.fail("%v: a 64-bit symbolic immediate needs MovQ into a general-purpose register", as)
 		return
 	}
+	// An instruction encoded before needs no Progs: its key, from the
+	// operands, finds the bytes (Assemble). Else its Progs go to
+	// golang-asm (encode), and the bytes are kept under the key.
+	if key, ok := b.opKey(as, seg, &from, rest, &to, &in); ok {
+		if e, hit := b.encodings[string(key)]; hit {
+			in.enc = e
+			b.push(in)
+			return
+		}
+		// (the key kept for encode in keys, not as a string of its
+		// own: an earlier instruction of the snippet may encode it)
+		in.keyOff, in.keyLen, in.keyed = int32(len(b.keys)), int32(len(key)), true
+		b.keys = append(b.keys, key...)
+	}
 	if seg != NoSeg {
 		p := b.newProg()
 		p.As = x86.ABYTE
@@ -343,6 +365,44 @@ func (b *Builder) inst(as obj.As, from Operand, rest []Operand, to Operand) {
 	}
 	in.last, in.p = p, p
 	b.push(in)
+}
+
+// opKey puts into b.key what decides the bytes of instruction as with
+// those operands (checked by inst, which set in's symbolic operands and
+// dispPH): everything but the symbols' offsets, which go into relocation
+// addends, and but a plain memory operand's displacement, of which its
+// size class (in.dispClass; encode finds where it is in the bytes, and
+// Assemble patches it). It reports false if the key cannot say it all.
+// Its keys start ff fe, which neither keyOf's (the opcode, below 0xfe00)
+// nor raw bytes' (ff ff) do.
+func (b *Builder) opKey(as obj.As, seg Seg, from *Operand, rest []Operand, to *Operand, in *inst) ([]byte, bool) {
+	key := append(b.key[:0], 0xff, 0xfe, byte(as), byte(as>>8), byte(seg), byte(len(rest)))
+	key = binary.LittleEndian.AppendUint32(key, uint32(in.dispPH))
+	ok := len(rest) < 4
+	op := func(o *Operand) {
+		key = append(key, byte(o.kind), byte(o.reg), byte(o.index), o.scale, byte(o.seg), byte(o.rel), byte(len(o.sym)))
+		key = append(key, o.sym...)
+		ok = ok && len(o.sym) < 256
+		switch {
+		case o.kind == kindImm && o.sym == "":
+			key = binary.AppendVarint(key, o.off)
+		case o.kind == kindMem && o.sym == "" && o.off != 0:
+			in.disp, in.dispClass = o.off, 4
+			if o.off == int64(int8(o.off)) {
+				in.dispClass = 1
+			}
+			key = append(key, byte(in.dispClass))
+		case o.kind == kindMem && o.sym == "":
+			key = append(key, 0)
+		}
+	}
+	op(from)
+	for i := range rest {
+		op(&rest[i])
+	}
+	op(to)
+	b.key = key
+	return key, ok
 }
 
 func (o Operand) validate() error {
@@ -451,6 +511,10 @@ func (b *Builder) Assemble() (code Code, err error) {
 			if _, ok := b.labels[in.label]; !ok {
 				return Code{}, fmt.Errorf("snippet: jump to undefined label %q", in.label)
 			}
+			continue
+		}
+		if in.enc != nil {
+			enc[i] = in.enc
 			continue
 		}
 		if enc[i], err = b.encode(in); err != nil {
@@ -606,14 +670,25 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 			return e, nil
 		}
 		e := &encoded{bytes: slices.Clone(key[2:])}
-		b.keep(key, e)
+		b.keep(string(key), e)
 		return e, nil
 	}
-	key, ok := b.keyOf(b.key[:0], in)
-	b.key = key
+	var key []byte
+	ok := in.keyed
 	if ok {
+		// (inst looked it up; an earlier instruction of the snippet
+		// may have been encoded since)
+		key = b.keys[in.keyOff:][:in.keyLen]
 		if e, hit := b.encodings[string(key)]; hit {
 			return e, nil
+		}
+	} else {
+		key, ok = b.keyOf(b.key[:0], in)
+		b.key = key
+		if ok {
+			if e, hit := b.encodings[string(key)]; hit {
+				return e, nil
+			}
 		}
 	}
 	in.last.Link = nil
@@ -640,7 +715,7 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 		ok = e.findDisp(in)
 	}
 	if ok {
-		b.keep(key, e)
+		b.keep(string(key), e)
 	}
 	return e, nil
 }
@@ -695,11 +770,11 @@ func (b *Builder) lsym(name string) *obj.LSym {
 	return s
 }
 
-func (b *Builder) keep(key []byte, e *encoded) {
+func (b *Builder) keep(key string, e *encoded) {
 	if b.encodings == nil {
 		b.encodings = make(map[string]*encoded)
 	}
-	b.encodings[string(key)] = e
+	b.encodings[key] = e
 }
 
 // keyOf appends to key what decides the bytes of instruction in:
