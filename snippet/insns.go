@@ -10,26 +10,30 @@ import (
 // operand width as in gas and Go assembly. Anything else: Inst.
 
 // arg converts a caller's operand, rejecting nil and the zero Operand.
+// A type switch, not a.operand(): a method called through the interface
+// would make every operand escape to the heap (one allocation per operand
+// of every inserted instruction). Arg's method is unexported: these are
+// all its types.
 func (b *Builder) arg(as obj.As, a Arg) (Operand, bool) {
-	// A type switch, not a.operand(): a method called through the
-	// interface would make every operand escape to the heap (one
-	// allocation per operand of every inserted instruction). Arg's method
-	// is unexported: these are all its types.
-	var o Operand
 	switch v := a.(type) {
 	case Operand:
-		o = v
+		if v.kind != kindNone {
+			return v, true
+		}
 	case Reg:
-		o = v.operand()
-	default:
+		return v.operand(), true
+	}
+	return b.badArg(as, a)
+}
+
+// badArg records why arg rejects a.
+func (b *Builder) badArg(as obj.As, a Arg) (Operand, bool) {
+	if a == nil {
 		b.fail("%v: nil operand", as)
-		return Operand{}, false
-	}
-	if o.kind == kindNone {
+	} else {
 		b.fail("%v: invalid (zero) operand", as)
-		return Operand{}, false
 	}
-	return o, true
+	return Operand{}, false
 }
 
 func (b *Builder) two(as obj.As, src, dst Arg) {
