@@ -68,10 +68,9 @@ type Builder struct {
 	err    error
 
 	// encodings holds the instructions encoded so far (encode), by the
-	// key keyOf builds in key.
+	// key opKey or keyOf builds in key.
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
-	tmpl      obj.Addr             // keyOf's scratch
 	keys      []byte               // the keys of the snippet's instructions inst did not find
 	key       []byte
 	// scratch of Assemble and encode, reused
@@ -95,8 +94,8 @@ type inst struct {
 	nImm        int       // number of plain (non-symbolic) immediates
 	imm0        int64     // the plain immediate, when nImm == 1
 	// disp is the displacement of a plain memory operand (no symbol),
-	// which keyOf leaves out of the key but for its size class
-	// (dispClass): encode patches it into the bytes (encoded.dispOff).
+	// which opKey leaves out of the key but for its size class
+	// (dispClass): Assemble patches it into the bytes (encoded.dispOff).
 	disp      int64
 	dispClass int8 // 0: no such operand or disp 0; 1: disp8; 4: disp32
 	// enc is the instruction's bytes, found by its key when inst made
@@ -777,10 +776,11 @@ func (b *Builder) keep(key string, e *encoded) {
 	b.encodings[key] = e
 }
 
-// keyOf appends to key what decides the bytes of instruction in:
-// everything but the symbols' offsets, which go into relocation addends
-// (encode). It reports false if in has something the key does not capture
-// (then in is encoded every time).
+// keyOf appends to key what decides the bytes of instruction in, from
+// its Progs, for what inst did not key (opKey): calls and jumps to
+// symbols. Everything but the symbols' offsets, which go into relocation
+// addends (encode). It reports false if in has something the key does
+// not capture (then in is encoded every time).
 func (b *Builder) keyOf(key []byte, in *inst) ([]byte, bool) {
 	p := in.p
 	key = append(key, byte(p.As), byte(p.As>>8))
@@ -796,29 +796,12 @@ func (b *Builder) keyOf(key []byte, in *inst) ([]byte, bool) {
 		return key, false
 	}
 	key = append(key, byte(len(p.RestArgs)))
-	// A plain memory operand (no symbol, whose placeholder displacement
-	// relocs looks for) goes into the key with its displacement's size
-	// class, not its value: the slots a preset's sites compare are one
-	// instruction then, encoded once (encode, Assemble).
-	in.dispClass = 0
-	templ := func(a *obj.Addr) *obj.Addr {
-		if a.Type != obj.TYPE_MEM || a.Name != obj.NAME_NONE || a.Sym != nil || in.mem.kind != kindNone || a.Offset == 0 {
-			return a
-		}
-		in.disp, in.dispClass = a.Offset, 4
-		if a.Offset == int64(int8(a.Offset)) {
-			in.dispClass = 1
-		}
-		b.tmpl = *a
-		b.tmpl.Offset = int64(in.dispClass) << 40 // (no real displacement: 32 bits)
-		return &b.tmpl
-	}
-	key, ok1 := appendAddr(key, templ(&p.From))
-	key, ok2 := appendAddr(key, templ(&p.To))
+	key, ok1 := appendAddr(key, &p.From)
+	key, ok2 := appendAddr(key, &p.To)
 	ok := ok1 && ok2
 	for i := range p.RestArgs {
 		var good bool
-		key, good = appendAddr(key, templ(&p.RestArgs[i]))
+		key, good = appendAddr(key, &p.RestArgs[i])
 		ok = ok && good
 	}
 	for _, o := range [...]*Operand{&in.mem, &in.imm} {
