@@ -72,7 +72,10 @@ type Builder struct {
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
 	keys      []byte               // the keys of the snippet's instructions inst did not find
-	key       []byte
+	// AssembleReusing's Relocs and Labels
+	relocBuf []Reloc
+	labelBuf map[string]int
+	key      []byte
 	// scratch of Assemble and encode, reused
 	enc  []*encoded
 	at   []int
@@ -495,7 +498,16 @@ func (b *Builder) addr(o *Operand, dispPH int32) obj.Addr {
 // lays them out and sizes the jumps as golang-asm's span6 does for a whole
 // function: every jump short (rel8) at first, a jump that does not reach
 // its label long from then on, until nothing changes.
-func (b *Builder) Assemble() (code Code, err error) {
+func (b *Builder) Assemble() (code Code, err error) { return b.assemble(false) }
+
+// AssembleReusing is Assemble, but the Relocs and Labels of the Code it
+// returns are the Builder's own, valid until its next Assemble,
+// AssembleReusing or Reset: for a caller that turns them into something
+// else right away (preset/kit), which saves making them for every
+// snippet. Bytes are the caller's, as with Assemble.
+func (b *Builder) AssembleReusing() (code Code, err error) { return b.assemble(true) }
+
+func (b *Builder) assemble(reuse bool) (code Code, err error) {
 	defer b.Reset()
 	if b.err != nil {
 		return Code{}, b.err
@@ -561,7 +573,11 @@ func (b *Builder) Assemble() (code Code, err error) {
 			nrel += len(e.relocs)
 		}
 	}
-	if nrel > 0 {
+	switch {
+	case reuse:
+		b.relocBuf = slices.Grow(b.relocBuf[:0], nrel)
+		code.Relocs = b.relocBuf
+	case nrel > 0:
 		code.Relocs = make([]Reloc, 0, nrel)
 	}
 	for i := range b.insts {
@@ -586,8 +602,22 @@ func (b *Builder) Assemble() (code Code, err error) {
 			code.Relocs = append(code.Relocs, r)
 		}
 	}
+	if reuse {
+		b.relocBuf = code.Relocs[:0]
+		if len(code.Relocs) == 0 {
+			code.Relocs = nil // (as Assemble's)
+		}
+	}
 	if len(b.labels) > 0 {
-		code.Labels = make(map[string]int, len(b.labels))
+		if reuse {
+			if b.labelBuf == nil {
+				b.labelBuf = make(map[string]int)
+			}
+			clear(b.labelBuf)
+			code.Labels = b.labelBuf
+		} else {
+			code.Labels = make(map[string]int, len(b.labels))
+		}
 		for name, i := range b.labels {
 			code.Labels[name] = at[i]
 		}

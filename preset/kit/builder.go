@@ -81,7 +81,7 @@ type Builder struct {
 	fields []field        // relocated fields of raw bytes
 	n      int            // placeholders and internal labels handed out
 	err    error
-	labels map[string]int // of the last Assemble, internal ones too (Labels filters)
+	labels map[string]int // of the last Assemble, internal ones too (Labels filters); the snippet.Builder's
 }
 
 // use is one operand's reference: off is the offset the operand adds to
@@ -240,7 +240,7 @@ func (b *Builder) JmpGOT(sym string) { b.Inst(obj.AJMP, snippet.GOTPCRELX(sym)) 
 // order, then those of Field in the order of the calls.
 func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	defer b.reset()
-	code, err := b.Builder.Assemble()
+	code, err := b.Builder.AssembleReusing() // (its Relocs and Labels until the next)
 	if b.err != nil {
 		return nil, b.err
 	}
