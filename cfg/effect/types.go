@@ -211,6 +211,11 @@ type Access struct {
 	// variable: rep string operations (see Rep and Elem), xsave/xrstor
 	// areas (their size depends on the enabled state components).
 	Size int
+	// Elem is the element size in bytes of a string operation (1, 2, 4,
+	// 8) or of a gather/scatter; 0 otherwise.
+	Elem int
+	// (The flags below come last, together: an Access is 48 bytes, not
+	// 56, and an Effect holds two of them for every instruction.)
 	// Read and Write tell the direction; both for read-modify-write
 	// operands (add to memory, xchg, cmpxchg, xadd, bts, ...).
 	Read, Write bool
@@ -219,9 +224,6 @@ type Access struct {
 	// when DF is clear and backwards (the range ends at Mem+Elem) when it
 	// is set. repe/repne cmps and scas may stop early. Size is 0.
 	Rep bool
-	// Elem is the element size in bytes of a string operation (1, 2, 4,
-	// 8) or of a gather/scatter; 0 otherwise.
-	Elem int
 	// VSIB marks a gather or scatter: Index is a vector register, each
 	// element has its own address Base + Scale*Index[i] + Disp, and Size
 	// is the total number of bytes of the data elements.
@@ -349,11 +351,6 @@ type Effect struct {
 	// rotates by CL, whose count may be 0; repe cmps with RCX 0): their
 	// old value may survive, so they are in FlagsUse too.
 	FlagsMay Flags
-	// Mem holds the memory accesses, NMem of them. lea, nop, prefetch*,
-	// clflush, clflushopt, clwb, cldemote and the gather/scatter prefetches
-	// have none. The kernel's accesses during syscall are not included.
-	Mem  [MaxAccesses]Access
-	NMem int
 	// Ctrl tells how the instruction transfers control.
 	Ctrl Control
 	// Known is false when the instruction's semantics are not modelled
@@ -366,6 +363,11 @@ type Effect struct {
 	// may be others. Ctrl is still set when the encoding says it is a
 	// branch.
 	Known bool
+	// Mem holds the memory accesses, NMem of them. lea, nop, prefetch*,
+	// clflush, clflushopt, clwb, cldemote and the gather/scatter prefetches
+	// have none. The kernel's accesses during syscall are not included.
+	Mem  [MaxAccesses]Access
+	NMem int
 }
 
 // LiveIn returns the registers live before the instruction when out are
