@@ -84,8 +84,9 @@ func relocTypes(t *testing.T, obj string) map[elf.R_X86_64]int {
 	return m
 }
 
-// descriptor returns the vptrace descriptor of an instrumented object.
-func descriptor(t *testing.T, obj string) abi.Object {
+// vptraceData returns the contents of an instrumented object's .vptrace
+// section: its descriptor, site records and strings.
+func vptraceData(t *testing.T, obj string) []byte {
 	t.Helper()
 	f, err := elf.Open(obj)
 	if err != nil {
@@ -100,7 +101,13 @@ func descriptor(t *testing.T, obj string) abi.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := abi.UnmarshalObject(data)
+	return data
+}
+
+// descriptor returns the vptrace descriptor of an instrumented object.
+func descriptor(t *testing.T, obj string) abi.Object {
+	t.Helper()
+	d, err := abi.UnmarshalObject(vptraceData(t, obj))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,16 +435,7 @@ long f2(long n) { long s = 0; for (long i = 0; i < n; i++) s += b[i * 7 % 1000];
 // siteExactness counts, per function, the sites of an instrumented
 // object's site table with and without the exact kind bit (ABI.md).
 func siteExactness(t *testing.T, obj string) map[string]map[bool]int {
-	f, err := elf.Open(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sec := f.Section(".vptrace")
-	if sec == nil {
-		t.Fatal("no .vptrace section")
-	}
-	d, _ := sec.Data()
+	d := vptraceData(t, obj)
 	le := binary.LittleEndian
 	n := int(le.Uint32(d[8:]))
 	sites := 16 + int(le.Uint32(d[16:]))
