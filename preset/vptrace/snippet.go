@@ -570,12 +570,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.CmpQ(rs, second)
 				b.Jcc(snippet.CondE, same)
 				if shift == 0 {
-					b.LeaQ(snippet.Mem(snippet.RSP, -kit.RedZone), snippet.RSP)
+					b.Save() // (over the red zone, as call does)
 				}
 				b.PushQ(slot)
 				b.PopQ(second)
 				if shift == 0 {
-					b.LeaQ(snippet.Mem(snippet.RSP, kit.RedZone), snippet.RSP)
+					b.Restore()
 				}
 			}
 			if probeRegs == nil {
