@@ -68,7 +68,7 @@ type Builder struct {
 	err    error
 
 	// encodings holds the instructions encoded so far (encode), by the
-	// key opKey or keyOf builds in key.
+	// key opKey or branchSym builds in key.
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
 	keys      []byte               // the keys of the snippet's instructions inst did not find
@@ -334,15 +334,10 @@ func (b *Builder) inst(as obj.As, from Operand, rest []Operand, to Operand) {
 	// operands, finds the bytes (Assemble). Else its Progs go to
 	// golang-asm (encode), and the bytes are kept under the key.
 	if key, ok := b.opKey(as, seg, &from, rest, &to, &in); ok {
-		if e, hit := b.encodings[string(key)]; hit {
-			in.enc = e
+		if b.lookup(&in, key) {
 			b.push(in)
 			return
 		}
-		// (the key kept for encode in keys, not as a string of its
-		// own: an earlier instruction of the snippet may encode it)
-		in.keyOff, in.keyLen, in.keyed = int32(len(b.keys)), int32(len(key)), true
-		b.keys = append(b.keys, key...)
 	}
 	if seg != NoSeg {
 		p := b.newProg()
@@ -369,14 +364,26 @@ func (b *Builder) inst(as obj.As, from Operand, rest []Operand, to Operand) {
 	b.push(in)
 }
 
+// lookup finds the bytes of in by its key (in.enc) and reports whether it
+// did; else it keeps the key for encode (keyed), in keys, not as a string
+// of its own: an earlier instruction of the snippet may encode it.
+func (b *Builder) lookup(in *inst, key []byte) bool {
+	if e, hit := b.encodings[string(key)]; hit {
+		in.enc = e
+		return true
+	}
+	in.keyOff, in.keyLen, in.keyed = int32(len(b.keys)), int32(len(key)), true
+	b.keys = append(b.keys, key...)
+	return false
+}
+
 // opKey puts into b.key what decides the bytes of instruction as with
 // those operands (checked by inst, which set in's symbolic operands and
 // dispPH): everything but the symbols' offsets, which go into relocation
 // addends, and but a plain memory operand's displacement, of which its
 // size class (in.dispClass; encode finds where it is in the bytes, and
 // Assemble patches it). It reports false if the key cannot say it all.
-// Its keys start ff fe, which neither keyOf's (the opcode, below 0xfe00)
-// nor raw bytes' (ff ff) do.
+// Its keys start ff fe; branchSym's ff fd, raw bytes' ff ff.
 func (b *Builder) opKey(as obj.As, seg Seg, from *Operand, rest []Operand, to *Operand, in *inst) ([]byte, bool) {
 	key := append(b.key[:0], 0xff, 0xfe, byte(as), byte(as>>8), byte(seg), byte(len(rest)))
 	key = binary.LittleEndian.AppendUint32(key, uint32(in.dispPH))
@@ -668,21 +675,6 @@ const (
 	offImm
 )
 
-// appendAddr appends to key what of golang-asm operand a decides the
-// instruction's bytes, and reports false if a has something it does not
-// capture.
-func appendAddr(key []byte, a *obj.Addr) ([]byte, bool) {
-	key = append(key, byte(a.Type), byte(a.Name), byte(a.Reg), byte(a.Reg>>8), byte(a.Index), byte(a.Index>>8), byte(a.Scale))
-	key = binary.AppendVarint(key, a.Offset)
-	if a.Sym != nil {
-		key = append(key, byte(len(a.Sym.Name)))
-		key = append(key, a.Sym.Name...)
-	} else {
-		key = append(key, 0)
-	}
-	return key, a.Val == nil && a.Class == 0 && (a.Sym == nil || len(a.Sym.Name) < 256)
-}
-
 // encode returns the bytes of instruction in (not a jump to a label),
 // from the Builder's cache or from golang-asm.
 func (b *Builder) encode(in *inst) (*encoded, error) {
@@ -702,22 +694,15 @@ func (b *Builder) encode(in *inst) (*encoded, error) {
 		b.keep(string(key), e)
 		return e, nil
 	}
-	var key []byte
+	// An instruction without a key (a symbol name too long for it) is
+	// encoded every time.
 	ok := in.keyed
+	key := b.keys[in.keyOff:][:in.keyLen]
 	if ok {
-		// (inst looked it up; an earlier instruction of the snippet
-		// may have been encoded since)
-		key = b.keys[in.keyOff:][:in.keyLen]
+		// (looked up when it was added; an earlier instruction of the
+		// snippet may have been encoded since)
 		if e, hit := b.encodings[string(key)]; hit {
 			return e, nil
-		}
-	} else {
-		key, ok = b.keyOf(b.key[:0], in)
-		b.key = key
-		if ok {
-			if e, hit := b.encodings[string(key)]; hit {
-				return e, nil
-			}
 		}
 	}
 	in.last.Link = nil
@@ -804,44 +789,6 @@ func (b *Builder) keep(key string, e *encoded) {
 		b.encodings = make(map[string]*encoded)
 	}
 	b.encodings[key] = e
-}
-
-// keyOf appends to key what decides the bytes of instruction in, from
-// its Progs, for what inst did not key (opKey): calls and jumps to
-// symbols. Everything but the symbols' offsets, which go into relocation
-// addends (encode). It reports false if in has something the key does
-// not capture (then in is encoded every time).
-func (b *Builder) keyOf(key []byte, in *inst) ([]byte, bool) {
-	p := in.p
-	key = append(key, byte(p.As), byte(p.As>>8))
-	if in.first != p {
-		if in.first.Link != p {
-			return key, false
-		}
-		key = append(key, 1, byte(in.first.From.Offset))
-	} else {
-		key = append(key, 0)
-	}
-	if len(p.RestArgs) > 3 || p.Reg != 0 || p.Scond != 0 {
-		return key, false
-	}
-	key = append(key, byte(len(p.RestArgs)))
-	key, ok1 := appendAddr(key, &p.From)
-	key, ok2 := appendAddr(key, &p.To)
-	ok := ok1 && ok2
-	for i := range p.RestArgs {
-		var good bool
-		key, good = appendAddr(key, &p.RestArgs[i])
-		ok = ok && good
-	}
-	for _, o := range [...]*Operand{&in.mem, &in.imm} {
-		key = append(key, byte(o.kind), byte(o.rel), byte(len(o.sym)))
-		key = append(key, o.sym...)
-	}
-	key = append(key, byte(len(in.branchSym)))
-	key = append(key, in.branchSym...)
-	key = binary.LittleEndian.AppendUint32(key, uint32(in.dispPH))
-	return key, ok && len(in.mem.sym) < 256 && len(in.imm.sym) < 256 && len(in.branchSym) < 256
 }
 
 // span runs golang-asm's x86 assembler, turning its diagnostics and panics

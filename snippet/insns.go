@@ -220,10 +220,20 @@ func (b *Builder) branchSym(as obj.As, sym string) {
 		b.fail("%v: empty symbol", as)
 		return
 	}
+	in := inst{branchSym: sym}
+	if len(sym) < 256 { // (a key says the bytes: as and the symbol)
+		key := append(b.key[:0], 0xff, 0xfd, byte(as), byte(as>>8), byte(len(sym)))
+		b.key = append(key, sym...)
+		if b.lookup(&in, b.key) {
+			b.push(in)
+			return
+		}
+	}
 	p := b.newProg()
 	p.As = as
 	p.To = obj.Addr{Type: obj.TYPE_BRANCH, Name: obj.NAME_EXTERN, Sym: b.lsym(sym)}
-	b.push(inst{first: p, last: p, p: p, branchSym: sym})
+	in.first, in.last, in.p = p, p, p
+	b.push(in)
 }
 
 // Call is an indirect `call *target` through a register or memory operand,
