@@ -17,8 +17,33 @@ const (
 )
 
 // probeNeed is how many registers the cache probe takes: the key, the
-// set's address and the entry it compares.
+// set's address and the entry it compares. With the cache's address in a
+// register of a spilled loop (probeHoist) it takes one fewer: the key and
+// the set's offset.
 const probeNeed = 3
+
+// probeHoist is what a spilled loop holds for the cache probes of its
+// sites (spill.go): the address of the thread's table (cache), loaded on
+// the loop's entry edges and again after every call of the probe's miss
+// path, and the runtime's hot line (hot); NoReg where it holds none.
+type probeHoist struct {
+	cache, hot snippet.Reg
+}
+
+// noHoist is a probe's with no registers of a spilled loop.
+var noHoist = probeHoist{snippet.NoReg, snippet.NoReg}
+
+// loadCache loads the thread's table into the cache register.
+func (h probeHoist) loadCache(b *kit.Builder) {
+	b.MovQ(snippet.GOTTPOFF(probeThreadSym), h.cache)
+	b.MovQ(snippet.Mem(h.cache, abi.ProbeCacheOff).Seg(snippet.FS), h.cache)
+}
+
+// loadHot loads the address of the runtime's hot line into the hot
+// register.
+func (h probeHoist) loadHot(b *kit.Builder) {
+	b.MovQ(snippet.GOTPCRELX(probeHotSym), h.hot) // (a static link makes it a lea)
+}
 
 // kindBits returns the read and write bits of a site's kind: what the
 // cache entry of its page must have for the access not to be recorded.
@@ -55,11 +80,20 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 //	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch, | kind
 //	mov  vpt_probe_tls@GOTTPOFF(%rip), H
 //	mov  %fs:VT_PROBE(H), H             # the cache (zeros while there is none: no test)
-//	lea  0(,K,4), X; and $CacheSetMask, X
-//	add  X, H                           # the set (page+1 mod 16384): two entries
-//	mov  (H), X; xor K, X; and $~(3^kind), X; jz hit   # both ways
-//	mov  8(H), X; xor K, X; and $~(3^kind), X; jz hit
+//	lea  0(,K,4), X; and $CacheSetMask, X   # the set (page+1 mod 16384): two entries
+//	cmp  K, (H,X); je hit               # (kind 3, read-modify-write: then 8(H,X), done)
+//	add  $(3-kind), K                   # the key with both kinds
+//	cmp  K, (H,X); je hit; cmp K, 8(H,X); je hit
+//	sub  $(3-kind), K
+//	cmp  K, 8(H,X); je hit
 //	miss: call the stub
+//
+// An entry has the page's kinds so far, one or both: the key with the
+// access's own kinds matches the first, with both the second (the
+// runtime's own test, entry ^ key masked by the other kind's bit, as two
+// compares). A page's entry is mostly in the first way: a hit there
+// costs 2 instructions where the page is only read or only written, 5
+// where it is both (as the masked test took).
 //
 // With page NoReg, pre (run after the pushes) leaves the page in K, or
 // jumps to its miss label (a label miss emits the call at): a sweep's exit
@@ -73,7 +107,24 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 // stepped, if not nil, emits the call of miss with the red zone already
 // stepped over (no lea around it): where the probe stepped over it itself
 // to push registers (shift 0), it calls that after popping them.
-func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, pre func(K, H snippet.Reg, miss string), miss, stepped, reload func()) {
+//
+// In a spilled loop that holds the cache's address C (and the hot line's,
+// E) in registers of its own (hoist, spill.go), the probe loads neither
+// and takes two registers, not three:
+//
+//	lea  4+kind(,page,4), K
+//	add  VH_EPOCH(E), K                 # (no E: the hot line loaded into X first)
+//	lea  0(,K,4), X; and $CacheSetMask, X
+//	cmp  K, (C,X); je hit; ...          # as above
+//	miss: call the stub
+//	mov  vpt_probe_tls@GOTTPOFF(%rip), C
+//	mov  %fs:VT_PROBE(C), C             # the stub may have mapped the cache
+//
+// The stub may change the thread's table (from the zeros to its cache, at
+// its first event), so C is loaded again after the call; a C that still
+// holds the zeros makes probes miss, never hit, and the thread's cache is
+// only unmapped at its exit, which no loop outlives.
+func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, hoist probeHoist, pre func(K, H snippet.Reg, miss string), miss, stepped, reload func()) {
 	b := st.b
 	var saved []effect.Reg
 	for _, r := range regs {
@@ -81,7 +132,10 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 			saved = append(saved, r)
 		}
 	}
-	K, H, X := kit.Reg(regs[0]), kit.Reg(regs[1]), kit.Reg(regs[2])
+	K, H, X := kit.Reg(regs[0]), snippet.NoReg, kit.Reg(regs[len(regs)-1])
+	if hoist.cache == snippet.NoReg {
+		H = kit.Reg(regs[1])
+	}
 	save := func() {
 		if shift == 0 {
 			b.Save(saved...)
@@ -117,22 +171,42 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	// drops them).
 	k := int64(kindBits(kind))
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, page, 4, int32(4+k)), K)
-	b.MovQ(snippet.GOTPCRELX(probeHotSym), H) // (a static link makes it a lea)
-	b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
-	b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
-	b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
+	table := hoist.cache
+	if table == snippet.NoReg {
+		table = H
+		b.MovQ(snippet.GOTPCRELX(probeHotSym), H) // (a static link makes it a lea)
+		b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
+		b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
+		b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
+	} else {
+		hot := hoist.hot
+		if hot == snippet.NoReg {
+			hot = X // (the set's offset goes there next)
+			b.MovQ(snippet.GOTPCRELX(probeHotSym), hot)
+		}
+		b.AddQ(snippet.Mem(hot, abi.ProbeEpochOff), K)
+	}
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, K, 4, 0), X)
 	b.AndQ(snippet.Imm(abi.CacheSetMask), X)
-	b.AddQ(X, H)
-	for way := int32(0); way < 2; way++ {
-		b.MovQ(snippet.Mem(H, 8*way), X)
-		b.XorQ(K, X)
-		if k == int64(abi.KindRMW) {
-			b.TestQ(X, X)
-		} else {
-			b.AndQ(snippet.Imm(^(3 ^ k)), X)
-		}
+	// The entry with the access's own kinds, and for a read or a write
+	// the one with both (the key plus the other kind's bit): the first
+	// way's first (where a page's entry mostly is), its exact kinds
+	// before both (what a page only read or only written has).
+	entry := func(way int32) {
+		b.CmpQ(K, snippet.MemIndex(table, X, 1, 8*way))
 		b.Jcc(snippet.CondE, hitL)
+	}
+	if k == int64(abi.KindRMW) {
+		entry(0)
+		entry(1)
+	} else {
+		other := snippet.Imm(int64(abi.KindRMW) - k)
+		entry(0)
+		b.AddQ(other, K)
+		entry(0)
+		entry(1)
+		b.SubQ(other, K)
+		entry(1)
 	}
 	b.Label(missL)
 	if reload != nil {
@@ -151,6 +225,9 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 		miss()
 	default:
 		miss()
+	}
+	if hoist.cache != snippet.NoReg {
+		hoist.loadCache(b)
 	}
 	if len(saved) > 0 {
 		b.Jmp(hit)

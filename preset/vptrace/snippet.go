@@ -32,7 +32,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	keep := false
 	if l, ok := st.chain[s]; ok && !exact && !s.rep && !lr.hasBase && lr.free == 0 {
 		if r, ok := st.chainedBase(g, s, at, live.Regs); ok {
-			lr = loopRegs{base: r, hasBase: true}
+			lr.base, lr.hasBase = r, true
 		}
 		keep = l.keep
 	}
@@ -377,7 +377,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 			if step < 0 {
 				lo, hi = S, T
 			}
-			st.probe(snippet.NoReg, s.kind, probeRegs, liveRegs, free[2:], shift, "ranged", func(K, H snippet.Reg, miss string) {
+			st.probe(snippet.NoReg, s.kind, probeRegs, liveRegs, free[2:], shift, "ranged", noHoist, func(K, H snippet.Reg, miss string) {
 				b.LeaQ(snippet.Mem(hi, int32(ext-1)), K) // the last byte's page
 				b.ShrQ(snippet.Imm(12), K)
 				b.MovQ(lo, H)
@@ -422,6 +422,14 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	reserved := effect.RegSet(1 << effect.RSP)
 	if lr.hasBase {
 		reserved |= 1 << lr.base
+	}
+	// The cache probe's registers of a spilled loop (probeHoist).
+	hoist := lr.hoist()
+	if lr.hasCache {
+		reserved |= 1 << lr.cache
+	}
+	if lr.hasHot {
+		reserved |= 1 << lr.hot
 	}
 	var spill []effect.Reg
 	if flagsLive {
@@ -531,9 +539,13 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if base >= 0 {
 				busy |= 1 << base
 			}
-			probeRegs = probeScratch(probeNeed, liveRegs|busy, busy, avail)
+			n := probeNeed
+			if hoist.cache != snippet.NoReg {
+				n--
+			}
+			probeRegs = probeScratch(n, liveRegs|busy, busy, avail)
 			if (st.tls == kit.LocalExec || hoisted) && !(s.twoPages && !carry) {
-				if two := probeScratch(probeNeed-1, liveRegs|busy, busy, avail); two != nil {
+				if two := probeScratch(n-1, liveRegs|busy, busy, avail); two != nil {
 					probeS = append(two, free[0])
 				}
 			}
@@ -594,7 +606,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				regs, reuse = probeS, append(slices.Clone(avail), free[0])
 				reload = func() { b.MovQ(slot, rs) }
 			}
-			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, nil, func() { call(stub) }, func() {
+			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, hoist, nil, func() { call(stub) }, func() {
 				b.CallGOT(stub)
 				st.siteNop(k)
 			}, reload)

@@ -41,12 +41,39 @@ import (
 // it, and the code of other sites borrows it only to push and pop it);
 // the array stays where it is while the thread runs code of the object.
 
+// Where the loop has sites that probe the recent-page cache, two more of
+// the saved registers, if the loop has them to spare, hold the address of
+// the thread's table (loaded again after each call of a probe's miss
+// path: the runtime maps the cache at the thread's first event) and of
+// the runtime's hot line (the epoch): each probe then loads neither (3
+// instructions, 3 loads) and needs one register fewer (probe.go). Not a
+// reason to spill around a loop on its own: a short loop entered often
+// would pay more for the saves than its probes save.
+
 // loopRegs is what a block of a spilled loop has: registers free there,
-// and the register holding the slot base (base, when hasBase).
+// the register holding the slot base (base, when hasBase), and those of
+// the cache probes (probeHoist: cache and hot, when hasCache and hasHot).
 type loopRegs struct {
-	free    effect.RegSet
-	base    effect.Reg
-	hasBase bool
+	free     effect.RegSet
+	base     effect.Reg
+	cache    effect.Reg
+	hot      effect.Reg
+	hasBase  bool
+	hasCache bool
+	hasHot   bool
+}
+
+// hoist returns the registers of lr that the cache probes read
+// (probeHoist).
+func (lr loopRegs) hoist() probeHoist {
+	h := noHoist
+	if lr.hasCache {
+		h.cache = kit.Reg(lr.cache)
+		if lr.hasHot {
+			h.hot = kit.Reg(lr.hot)
+		}
+	}
+	return h
 }
 
 // spillLoops chooses the loops of g to spill around and inserts their
@@ -61,26 +88,33 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		return nil, nil
 	}
 	// The deficit of each block: the most registers a site of it would
-	// borrow.
-	deficit := make(map[int]int)
+	// borrow (deficitC: with the cache's address in a register).
+	deficit, deficitC := make(map[int]int), make(map[int]int)
 	slotted := make(map[int]bool) // blocks with a site that reads its slot
+	probing := make(map[int]bool) // blocks with a site that probes the cache
 	for _, s := range cands {
 		at, ok := st.placement(s, g)
 		if !ok {
 			continue
 		}
 		live := lv.Before(at)
-		want := st.regsWanted(s, live.Flags&effect.Status != 0, st.tls != kit.LocalExec)
+		flags := live.Flags&effect.Status != 0
+		want := st.regsWanted(s, flags, st.tls != kit.LocalExec, false)
+		wantC := st.regsWanted(s, flags, st.tls != kit.LocalExec, true)
 		dead := 0
 		for r := effect.Reg(0); r < 16; r++ {
-			if r != effect.RSP && !live.Regs.Has(r) && !(live.Flags&effect.Status != 0 && r == effect.RAX) {
+			if r != effect.RSP && !live.Regs.Has(r) && !(flags && r == effect.RAX) {
 				dead++
 			}
 		}
 		x := g.BlockOf(at).Index
 		slotted[x] = slotted[x] || !s.exact
+		probing[x] = probing[x] || (!s.exact && kindBits(s.kind) != 0)
 		if d, ok := deficit[x]; !ok || want-dead > d {
 			deficit[x] = want - dead
+		}
+		if d, ok := deficitC[x]; !ok || wantC-dead > d {
+			deficitC[x] = wantC - dead
 		}
 	}
 	free := make(map[int]loopRegs)
@@ -93,15 +127,19 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		// The registers to save: what the sites lack, and with the
 		// slot base hoisted (not local-exec) one more, wherever the
 		// loop has a site with slot code (hoisting saves a load of it at
-		// every access).
-		need, slot := 0, false
+		// every access); the cache's and the hot line's addresses where
+		// a site probes (below).
+		need, needC, slot, probes := 0, 0, false, false
 		for _, x := range l.Nodes {
 			if d, ok := deficit[x]; ok {
 				need, slot = max(need, d), slot || slotted[x]
+				needC, probes = max(needC, deficitC[x]), probes || probing[x]
 			}
 		}
 		hasBase := st.tls != kit.LocalExec && slot
 		if need == 0 && !hasBase {
+			// (not for the cache's address alone: a short loop run
+			// often would pay more for the saves than it saves)
 			return nil
 		}
 		regs, entries, exits, ok := st.spillable(g, lv, l, used, reach)
@@ -113,12 +151,45 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			}
 			return nil
 		}
+		// The order of regs: the slot base, the cache's and the hot
+		// line's addresses, then the registers the sites lack. The
+		// cache's only where the sites then lack nothing (what they
+		// lack costs them a push and a pop at every access).
+		held := 0
 		if hasBase {
-			need++
+			held++
 		}
-		if len(regs) > need {
-			regs = regs[:need]
+		hasCache := probes && len(regs) >= held+needC+1
+		hasHot := false
+		if hasCache {
+			need = needC
+			held++
+			hasHot = len(regs) >= held+need+1
+			if hasHot {
+				held++
+			}
 		}
+		if len(regs) > held+need {
+			regs = regs[:held+need]
+		}
+		var lr loopRegs
+		for _, r := range regs {
+			lr.free |= 1 << r
+		}
+		take := func(x int) effect.Reg {
+			lr.free &^= 1 << regs[x]
+			return regs[x]
+		}
+		if hasBase {
+			lr.base, lr.hasBase = take(0), true
+		}
+		switch {
+		case hasHot:
+			lr.cache, lr.hot, lr.hasCache, lr.hasHot = take(held-2), take(held-1), true, true
+		case hasCache:
+			lr.cache, lr.hasCache = take(held-1), true
+		}
+		hoist := lr.hoist()
 		b := st.b
 		slots := st.slots()
 		// insert puts what b holds on edge e
@@ -143,6 +214,12 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 					b.Popfq()
 				}
 			}
+			if hasCache {
+				hoist.loadCache(b)
+			}
+			if hasHot {
+				hoist.loadHot(b)
+			}
 			if err := insert(e); err != nil {
 				return err
 			}
@@ -152,14 +229,6 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			if err := insert(e); err != nil {
 				return err
 			}
-		}
-		var lr loopRegs
-		for _, r := range regs {
-			lr.free |= 1 << r
-		}
-		if hasBase {
-			lr.base, lr.hasBase = regs[0], true
-			lr.free &^= 1 << regs[0]
 		}
 		for _, x := range l.Nodes {
 			free[x] = lr
@@ -178,15 +247,20 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 
 // regsWanted is how many registers the slot code of s takes with the cache
 // probe (code, probeScratch), rax for the flags included; hoisted: the
-// slot base is a spilled loop's (not counted).
-func (st *objState) regsWanted(s *site, flagsLive, hoisted bool) int {
+// slot base is a spilled loop's (not counted); cached: so is the cache's
+// address (the probe takes one register fewer).
+func (st *objState) regsWanted(s *site, flagsLive, hoisted, cached bool) int {
 	need := s.addrRegs()
+	probe := probeNeed
+	if cached {
+		probe--
+	}
 	switch {
 	case s.exact:
 	case st.tls == kit.LocalExec || hoisted:
-		need += probeNeed - 1 // the page register serves the probe
+		need += probe - 1 // the page register serves the probe
 	default:
-		need += probeNeed // one of them the slot base
+		need += probe // one of them the slot base
 	}
 	if flagsLive {
 		need++

@@ -1,0 +1,137 @@
+package vptrace_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"hijack/internal/testutil"
+	"hijack/vptrace/trace"
+)
+
+// probeCompare matches a cache probe's compare of its key with an entry,
+// cmp K,(C,X) (probe.go); C is the table's register.
+var probeCompare = regexp.MustCompile(`\tcmp +%r\w+,(?:0x8)?\((%r\w+),%r\w+,1\)`)
+
+// hoistedProbes counts the probes in objdump's disassembly dis (their
+// first compare, after the and that forms the set's offset) whose table
+// register the instructions just before do not load from the thread's
+// state (mov %fs:0x70(C),C; lea; and; cmp): probes in spilled loops that
+// hold the table's address (spill.go).
+func hoistedProbes(dis []byte) int {
+	lines := strings.Split(string(dis), "\n")
+	n := 0
+	for i := 3; i < len(lines); i++ {
+		m := probeCompare.FindStringSubmatch(lines[i])
+		if m == nil || !strings.Contains(lines[i-1], "and    $0x3fff0,") {
+			continue
+		}
+		if !strings.Contains(lines[i-3], fmt.Sprintf("%%fs:0x70(%s),%s", m[1], m[1])) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestProbeKinds runs loops of random reads, writes and read-modify-writes
+// (testdata/kinds.c) whose probes find the cache's address in a register
+// of their loop (a new thread: its first event is in such a loop), over
+// pages whose entries in the thread's cache have other kinds by then. The
+// trace must have every page of the table with the kinds the driver says:
+// a probe that took an entry of the other kind for a hit would leave a
+// page without a kind it had; one that missed an entry of both kinds only
+// costs a call (the stub finds the entry). With initial-exec and indirect
+// slots (whose loops are spilled for the slot base), in a shared library,
+// and with local-exec slots, whose loops here have dead registers enough
+// (not spilled: the probes load the table themselves).
+func TestProbeKinds(t *testing.T) {
+	testutil.Need(t, "gcc", "objdump")
+	rt := runtimeArchive(t)
+	for _, c := range []string{"-O1/initial-exec", "-O2/initial-exec", "-O2/indirect", "-O3/indirect", "-O2/indirect/shared", "-O2/local-exec"} {
+		t.Run(c, func(t *testing.T) {
+			c, shared := strings.CutSuffix(c, "/shared")
+			opt, tls, _ := strings.Cut(c, "/")
+			dir := t.TempDir()
+			drv := testutil.Compile(t, dir, "gcc", "testdata/kinds_main.c", "-O2")
+			exe := filepath.Join(dir, "app")
+			var inst string
+			if shared {
+				inst = instrument(t, testutil.Compile(t, dir, "gcc", "testdata/kinds.c", opt, "-fPIC"), "tls="+tls)
+				so := filepath.Join(dir, "libkinds.so")
+				testutil.Link(t, "gcc", so, "-shared", inst, "-L"+runtimeDir, "-lvptrace", "-Wl,-rpath,"+runtimeDir)
+				testutil.Link(t, "gcc", exe, drv, so, "-Wl,-rpath,"+dir, "-lpthread")
+			} else {
+				inst = instrument(t, testutil.Compile(t, dir, "gcc", "testdata/kinds.c", opt), "tls="+tls)
+				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			}
+			dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", inst).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hoisted, least := hoistedProbes(dis), 3 // one in each of rd, wr and rmw
+			if tls == "local-exec" {
+				least = 0
+			}
+			if (least == 0) != (hoisted == 0) || hoisted < least {
+				t.Fatalf("%d probe compares through a loop's table register, want %d or more (0 for local-exec)", hoisted, least)
+			}
+			vpt := filepath.Join(dir, "app.vpt")
+			cmd := exec.Command(exe)
+			// (one interval: no page is recorded again for the epoch)
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt, "VPTRACE_INTERVAL_MS=100000")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint64]string{}
+			for _, line := range strings.Split(string(out), "\n") {
+				var p uint64
+				var kinds string
+				if _, err := fmt.Sscanf(line, "page 0x%x %s", &p, &kinds); err == nil {
+					want[p>>12] = kinds
+				}
+			}
+			if len(want) != 160 {
+				t.Fatalf("the driver printed %d pages, want 160:\n%s", len(want), out)
+			}
+			tr, err := trace.Load(vpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the worker thread: the one with the table's pages
+			var th *trace.Thread
+			for _, x := range tr.Threads {
+				for p := range want {
+					if x.Pages[p] != nil {
+						th = x
+					}
+				}
+			}
+			if th == nil {
+				t.Fatal("no thread of the trace has a page of the table")
+			}
+			var wrong []string
+			for p, kinds := range want {
+				got := ""
+				if pg := th.Pages[p]; pg != nil {
+					if pg.Reads > 0 {
+						got += "R"
+					}
+					if pg.Writes > 0 {
+						got += "W"
+					}
+				}
+				if got != kinds {
+					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got, kinds))
+				}
+			}
+			if len(wrong) > 0 {
+				t.Errorf("%d of %d pages with the wrong kinds: %v", len(wrong), len(want), head(wrong))
+			}
+		})
+	}
+}
