@@ -135,3 +135,77 @@ func TestProbeKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestStraddle runs reads and writes whose bytes cross a page boundary
+// (testdata/straddle.c: accessors called twice on the same address, a
+// gather in a loop): the trace must have both pages of every crossing
+// access with its kind, and no page of the buffer the accesses did not
+// touch. The second page is recorded through the stub at every crossing,
+// the first unless the site's slot has it.
+func TestStraddle(t *testing.T) {
+	testutil.Need(t, "gcc")
+	rt := runtimeArchive(t)
+	for _, c := range []string{"-O1/local-exec", "-O2/local-exec", "-O2/indirect", "-O2/exact"} {
+		t.Run(c, func(t *testing.T) {
+			opt, how, _ := strings.Cut(c, "/")
+			setting := "tls=" + how
+			if how == "exact" {
+				setting = "exact=true"
+			}
+			dir := t.TempDir()
+			drv := testutil.Compile(t, dir, "gcc", "testdata/straddle_main.c", "-O2")
+			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/straddle.c", opt), setting)
+			exe := filepath.Join(dir, "app")
+			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			vpt := filepath.Join(dir, "app.vpt")
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint64]string{}
+			var buf, pages uint64
+			for _, line := range strings.Split(string(out), "\n") {
+				var p uint64
+				var kinds string
+				if _, err := fmt.Sscanf(line, "page 0x%x %s", &p, &kinds); err == nil {
+					want[p>>12] = kinds
+				}
+				fmt.Sscanf(line, "buf 0x%x %d", &buf, &pages)
+			}
+			if pages == 0 || len(want) < 40 {
+				t.Fatalf("the driver printed %d pages of a buffer of %d:\n%s", len(want), pages, out)
+			}
+			tr, err := trace.Load(vpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[uint64]string{}
+			for _, th := range tr.Threads {
+				for p, pg := range th.Pages {
+					if p < buf>>12 || p >= buf>>12+pages {
+						continue
+					}
+					k := ""
+					if pg.Reads > 0 {
+						k += "R"
+					}
+					if pg.Writes > 0 {
+						k += "W"
+					}
+					got[p] = k
+				}
+			}
+			var wrong []string
+			for p := buf >> 12; p < buf>>12+pages; p++ {
+				if got[p] != want[p] {
+					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got[p], want[p]))
+				}
+			}
+			if len(wrong) > 0 {
+				t.Errorf("%d of %d pages wrong: %v", len(wrong), pages, head(wrong))
+			}
+		})
+	}
+}

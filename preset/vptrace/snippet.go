@@ -550,20 +550,18 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				}
 			}
 		}
-		// check compares the page in rs with the slot (the partner's
-		// first) and, on a miss, probes the cache or calls the stub; a
-		// match jumps to label same. first: the page of the access's
-		// first byte (a partner and probeS serve it; the second page of
-		// a straddling access has neither). bind: same is bound after
-		// the code, else the caller binds it further on and the code
-		// falls through to what follows (a hit so skips a jump to it).
-		check := func(same string, first, bind bool) {
+		// check compares the page of the access's first byte, in rs,
+		// with the slot (the partner's first) and, on a miss, probes
+		// the cache or calls the stub; a match jumps to label same.
+		// bind: same is bound after the code, else the caller binds it
+		// further on and the code falls through to what follows (a hit
+		// so skips a jump to it).
+		check := func(same string, bind bool) {
 			if exact {
 				call(stub)
 				return
 			}
-			if s.partner != 0 && first {
-				// (not the second page of a straddling access)
+			if s.partner != 0 {
 				partner := st.sites[s.partner-1].slot
 				if hoisted {
 					b.CmpQ(rs, hoistedSlot(slots, lr.base, partner))
@@ -602,7 +600,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.MovQ(rs, slot)
 			regs, reuse := probeRegs, avail
 			var reload func()
-			if probeS != nil && first {
+			if probeS != nil {
 				regs, reuse = probeS, append(slices.Clone(avail), free[0])
 				reload = func() { b.MovQ(slot, rs) }
 			}
@@ -618,27 +616,37 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		case carry:
 			straddleCheck(b, rs, s.hi-s.lo, "cross")
 			b.ShrQ(snippet.Imm(16), rs)
-			check("done", true, false)
+			check("done", false)
 			b.Jmp("done")
-			// The bytes cross into the next page: both pages, the
-			// second one without a slot of its own.
+			// The bytes cross into the next page, which an access
+			// n bytes wide does at most once in 4096/n bytes: both
+			// pages through the stub, the first only where the slot
+			// lacks it, the second (which has no slot) always. No
+			// cache probe, second slot or partner here: for what is
+			// rare they would double the site's code.
 			b.Label("cross")
 			b.ShrQ(snippet.Imm(16), rs)
-			check("same2", false, true)
+			if !exact {
+				b.CmpQ(rs, slot)
+				b.Jcc(snippet.CondE, "same2")
+				b.MovQ(rs, slot)
+			}
+			call(stub)
+			b.Label("same2")
 			b.IncQ(rs)
 			call(stub)
 			b.Label("done")
 		case s.twoPages:
 			b.ShrQ(snippet.Imm(12), rs)
 			b.ShrQ(snippet.Imm(12), rt)
-			check("same", true, true)
+			check("same", true)
 			b.CmpQ(rt, rs)
 			b.Jcc(snippet.CondE, "one")
 			call("vpt_slow_" + free[1].String())
 			b.Label("one")
 		default:
 			b.ShrQ(snippet.Imm(12), rs)
-			check("same", true, true)
+			check("same", true)
 		}
 	}
 	if flagsLive {

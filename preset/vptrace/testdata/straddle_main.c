@@ -1,0 +1,60 @@
+/* Driver for straddle.c: reads and writes across page boundaries (and
+ * next to them), twice in a row on the same address (the second finds
+ * the first page in the slot, and must still record the second page of
+ * a new pair), then a gather over offsets that cross. Prints every page
+ * touched with its kinds ("page 0x... R", "W", "RW"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+long get8(const char *p);
+void put4(char *p, int v);
+long gather(const char *base, const unsigned *off, long n);
+
+#define PAGES 64
+static unsigned char kinds[PAGES];
+
+static void touch(char *buf, char *p, int n, unsigned char k)
+{
+	for (uintptr_t q = (uintptr_t)p >> 12; q <= ((uintptr_t)p + n - 1) >> 12; q++)
+		kinds[q - ((uintptr_t)buf >> 12)] |= k;
+}
+
+int main(void)
+{
+	char *buf = aligned_alloc(4096, PAGES * 4096);
+	long s = 0;
+	for (long i = 0; i < PAGES * 4096L; i++)
+		buf[i] = (char)i;
+	/* pages 0-15: reads crossing at 4089..4095, each twice */
+	for (int k = 0; k < 8; k++) {
+		char *p = buf + (2 * k) * 4096 + 4089 + k;
+		s += get8(p) + get8(p);
+		touch(buf, p, 8, 1);
+	}
+	/* the same first page, a new second one: 16 and 17, then 17 and 18 */
+	s += get8(buf + 16 * 4096 + 4094);
+	touch(buf, buf + 16 * 4096 + 4094, 8, 1);
+	s += get8(buf + 17 * 4096 + 4094);
+	touch(buf, buf + 17 * 4096 + 4094, 8, 1);
+	/* pages 20-35: writes crossing at 4093..4095 */
+	for (int k = 0; k < 8; k++) {
+		char *p = buf + (20 + 2 * k) * 4096 + 4093 + k % 3;
+		put4(p, k);
+		put4(p, k + 1);
+		touch(buf, p, 4, 2);
+	}
+	/* pages 40-63: a gather whose every other offset crosses */
+	unsigned off[24];
+	for (int k = 0; k < 24; k++)
+		off[k] = (40 + k) * 4096 + (k % 2 ? 4090 : 100);
+	s += gather((char *)buf, off, 24);
+	for (int k = 0; k < 24; k++)
+		touch(buf, buf + off[k], 8, 1);
+	printf("sum %ld\nbuf 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
+	for (int p = 0; p < PAGES; p++)
+		if (kinds[p])
+			printf("page 0x%lx %s\n", (unsigned long)(uintptr_t)(buf + p * 4096L),
+			       kinds[p] == 3 ? "RW" : kinds[p] == 1 ? "R" : "W");
+	return 0;
+}
