@@ -97,7 +97,7 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 //
 // With page NoReg, pre (run after the pushes) leaves the page in K, or
 // jumps to its miss label (a label miss emits the call at): a sweep's exit
-// finds its range's page so.
+// finds its range's page so (with H free: not with hoist, below).
 //
 // The third register may be page itself, where the slot it was written
 // to can be read again without a register the probe takes (local-exec, or

@@ -37,6 +37,46 @@ func hoistedProbes(dis []byte) int {
 	return n
 }
 
+// runTraced runs the program exe with VPTRACE_OUT beside it and env, and
+// returns what it printed and the trace's path.
+func runTraced(t *testing.T, exe string, env ...string) ([]byte, string) {
+	t.Helper()
+	vpt := exe + ".vpt"
+	cmd := exec.Command(exe)
+	cmd.Env = append(append(os.Environ(), "VPTRACE_OUT="+vpt), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", exe, err, out)
+	}
+	return out, vpt
+}
+
+// printedKinds returns the pages a driver printed ("page 0x... KINDS"),
+// by page number.
+func printedKinds(out []byte) map[uint64]string {
+	want := map[uint64]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		var p uint64
+		var kinds string
+		if _, err := fmt.Sscanf(line, "page 0x%x %s", &p, &kinds); err == nil {
+			want[p>>12] = kinds
+		}
+	}
+	return want
+}
+
+// kindsOf says which kinds of access a traced page had: "R", "W", "RW".
+func kindsOf(pg *trace.Page) string {
+	k := ""
+	if pg.Reads > 0 {
+		k += "R"
+	}
+	if pg.Writes > 0 {
+		k += "W"
+	}
+	return k
+}
+
 // TestProbeKinds runs loops of random reads, writes and read-modify-writes
 // (testdata/kinds.c) whose probes find the cache's address in a register
 // of their loop (a new thread: its first event is in such a loop), over
@@ -79,22 +119,9 @@ func TestProbeKinds(t *testing.T) {
 			if (least == 0) != (hoisted == 0) || hoisted < least {
 				t.Fatalf("%d probe compares through a loop's table register, want %d or more (0 for local-exec)", hoisted, least)
 			}
-			vpt := filepath.Join(dir, "app.vpt")
-			cmd := exec.Command(exe)
 			// (one interval: no page is recorded again for the epoch)
-			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt, "VPTRACE_INTERVAL_MS=100000")
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[uint64]string{}
-			for _, line := range strings.Split(string(out), "\n") {
-				var p uint64
-				var kinds string
-				if _, err := fmt.Sscanf(line, "page 0x%x %s", &p, &kinds); err == nil {
-					want[p>>12] = kinds
-				}
-			}
+			out, vpt := runTraced(t, exe, "VPTRACE_INTERVAL_MS=100000")
+			want := printedKinds(out)
 			if len(want) != 160 {
 				t.Fatalf("the driver printed %d pages, want 160:\n%s", len(want), out)
 			}
@@ -118,12 +145,7 @@ func TestProbeKinds(t *testing.T) {
 			for p, kinds := range want {
 				got := ""
 				if pg := th.Pages[p]; pg != nil {
-					if pg.Reads > 0 {
-						got += "R"
-					}
-					if pg.Writes > 0 {
-						got += "W"
-					}
+					got = kindsOf(pg)
 				}
 				if got != kinds {
 					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got, kinds))
@@ -157,21 +179,10 @@ func TestStraddle(t *testing.T) {
 			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/straddle.c", opt), setting)
 			exe := filepath.Join(dir, "app")
 			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
-			vpt := filepath.Join(dir, "app.vpt")
-			cmd := exec.Command(exe)
-			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[uint64]string{}
+			out, vpt := runTraced(t, exe)
+			want := printedKinds(out)
 			var buf, pages uint64
 			for _, line := range strings.Split(string(out), "\n") {
-				var p uint64
-				var kinds string
-				if _, err := fmt.Sscanf(line, "page 0x%x %s", &p, &kinds); err == nil {
-					want[p>>12] = kinds
-				}
 				fmt.Sscanf(line, "buf 0x%x %d", &buf, &pages)
 			}
 			if pages == 0 || len(want) < 40 {
@@ -187,14 +198,7 @@ func TestStraddle(t *testing.T) {
 					if p < buf>>12 || p >= buf>>12+pages {
 						continue
 					}
-					k := ""
-					if pg.Reads > 0 {
-						k += "R"
-					}
-					if pg.Writes > 0 {
-						k += "W"
-					}
-					got[p] = k
+					got[p] = kindsOf(pg)
 				}
 			}
 			var wrong []string

@@ -618,12 +618,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.ShrQ(snippet.Imm(16), rs)
 			check("done", false)
 			b.Jmp("done")
-			// The bytes cross into the next page, which an access
-			// n bytes wide does at most once in 4096/n bytes: both
-			// pages through the stub, the first only where the slot
-			// lacks it, the second (which has no slot) always. No
-			// cache probe, second slot or partner here: for what is
-			// rare they would double the site's code.
+			// The bytes cross into the next page, which they do at
+			// (n-1)/4096 of the addresses: both pages through the
+			// stub, the first only where the slot lacks it, the
+			// second (which has no slot) always. No cache probe,
+			// second slot or partner here: for what is rare they
+			// would double the site's code.
 			b.Label("cross")
 			b.ShrQ(snippet.Imm(16), rs)
 			if !exact {
