@@ -17,10 +17,18 @@ const (
 )
 
 // probeNeed is how many registers the cache probe takes: the key, the
-// set's address and the entry it compares. With the cache's address in a
-// register of a spilled loop (probeHoist) it takes one fewer: the key and
-// the set's offset.
+// set's address and the entry it compares.
 const probeNeed = 3
+
+// probeTakes is how many registers the cache probe takes; cached: the
+// cache's address is in a register of a spilled loop (probeHoist), and it
+// takes one fewer, the key and the set's offset.
+func probeTakes(cached bool) int {
+	if cached {
+		return probeNeed - 1
+	}
+	return probeNeed
+}
 
 // probeHoist is what a spilled loop holds for the cache probes of its
 // sites (spill.go): the address of the thread's table (cache), loaded on

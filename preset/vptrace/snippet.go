@@ -419,18 +419,8 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if s.rep {
 		need = 0
 	}
-	reserved := effect.RegSet(1 << effect.RSP)
-	if lr.hasBase {
-		reserved |= 1 << lr.base
-	}
-	// The cache probe's registers of a spilled loop (probeHoist).
-	hoist := lr.hoist()
-	if lr.hasCache {
-		reserved |= 1 << lr.cache
-	}
-	if lr.hasHot {
-		reserved |= 1 << lr.hot
-	}
+	reserved := effect.RegSet(1<<effect.RSP) | lr.held()
+	hoist := lr.hoist() // (the cache probe's registers of a spilled loop)
 	var spill []effect.Reg
 	if flagsLive {
 		reserved |= 1 << effect.RAX
@@ -539,10 +529,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if base >= 0 {
 				busy |= 1 << base
 			}
-			n := probeNeed
-			if hoist.cache != snippet.NoReg {
-				n--
-			}
+			n := probeTakes(hoist.cache != snippet.NoReg)
 			probeRegs = probeScratch(n, liveRegs|busy, busy, avail)
 			if (st.tls == kit.LocalExec || hoisted) && !(s.twoPages && !carry) {
 				if two := probeScratch(n-1, liveRegs|busy, busy, avail); two != nil {

@@ -63,6 +63,22 @@ type loopRegs struct {
 	hasHot   bool
 }
 
+// held returns the registers lr holds for the whole run (not free for
+// the sites' code): the slot base and the cache probe's.
+func (lr loopRegs) held() effect.RegSet {
+	var h effect.RegSet
+	if lr.hasBase {
+		h |= 1 << lr.base
+	}
+	if lr.hasCache {
+		h |= 1 << lr.cache
+	}
+	if lr.hasHot {
+		h |= 1 << lr.hot
+	}
+	return h
+}
+
 // hoist returns the registers of lr that the cache probes read
 // (probeHoist).
 func (lr loopRegs) hoist() probeHoist {
@@ -251,10 +267,7 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 // address (the probe takes one register fewer).
 func (st *objState) regsWanted(s *site, flagsLive, hoisted, cached bool) int {
 	need := s.addrRegs()
-	probe := probeNeed
-	if cached {
-		probe--
-	}
+	probe := probeTakes(cached)
 	switch {
 	case s.exact:
 	case st.tls == kit.LocalExec || hoisted:

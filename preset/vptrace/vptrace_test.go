@@ -142,13 +142,7 @@ func TestSweepsExact(t *testing.T) {
 				inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/sweeps.c", opt))
 				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
 			}
-			vpt := filepath.Join(dir, "app.vpt")
-			cmd := exec.Command(exe)
-			cmd.Env = append(os.Environ(), "VPTRACE_OUT="+vpt)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out, vpt := runTraced(t, exe)
 			want := map[uint64]bool{}
 			for _, line := range strings.Split(string(out), "\n") {
 				var p uint64
