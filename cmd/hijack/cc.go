@@ -676,6 +676,7 @@ func (w *ccWrapper) rewrite(obj, name string, exe bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	gcFloor(gcFloorFor(int64(len(data))))
 	out, _, err := rewrite.RewriteWith(filepath.Base(name), data, w.rf, all.Presets(), func(msg string) { w.warn(name, msg) },
 		rewrite.Options{Executable: exe})
 	return out, err

@@ -107,6 +107,7 @@ func cmdRewrite(args []string, stdout, stderr io.Writer) int {
 		defer spill.Close()
 		res, st, err = rewriteArchive(in, ar, spill, rf, *jobs, warnFor)
 	default:
+		gcFloor(gcFloorFor(inSize))
 		var obj []byte
 		obj, st, err = rewrite.Rewrite(filepath.Base(in), data, rf, all.Presets(), warnFor(in))
 		res = bytes.NewReader(obj)
