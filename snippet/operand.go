@@ -295,6 +295,12 @@ func (o Operand) Index(r Reg, scale uint8) Operand {
 	return o
 }
 
+// Reads reports whether r is o's register, or the base or index register
+// of its address (r not NoReg).
+func (o Operand) Reads(r Reg) bool {
+	return r != NoReg && (o.reg == r || o.kind == kindMem && o.index == r)
+}
+
 // String renders the operand in AT&T-like syntax, for error messages.
 func (o Operand) String() string {
 	symOff := func() string {

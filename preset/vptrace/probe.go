@@ -75,6 +75,18 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 	return append(regs, more...)
 }
 
+// probeSaved returns the registers of regs that probe pushes around
+// itself: those live and not reused from the snippet.
+func probeSaved(regs []effect.Reg, live effect.RegSet, reuse []effect.Reg) []effect.Reg {
+	var saved []effect.Reg
+	for _, r := range regs {
+		if live.Has(r) && !slices.Contains(reuse, r) {
+			saved = append(saved, r)
+		}
+	}
+	return saved
+}
+
 // probe emits the look-up of the page in register page in the calling thread's
 // recent-page cache (ABI.md), after a slot miss with the slot written and
 // the flags saved: when the page's entry has every kind of this access
@@ -112,6 +124,11 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 // a spilled loop's base): reload then emits that load, which puts the
 // page back on the miss path, before the call.
 //
+// first, if not nil, runs right after the pushes, with the probe's
+// registers, those pushed first (each free to use until the probe's own
+// code, but for the page and the registers of the snippet it reuses): a
+// site writes its slots there (snippet.go).
+//
 // stepped, if not nil, emits the call of miss with the red zone already
 // stepped over (no lea around it): where the probe stepped over it itself
 // to push registers (shift 0), it calls that after popping them.
@@ -132,14 +149,9 @@ func probeScratch(n int, live, busy effect.RegSet, reuse []effect.Reg) []effect.
 // its first event), so C is loaded again after the call; a C that still
 // holds the zeros makes probes miss, never hit, and the thread's cache is
 // only unmapped at its exit, which no loop outlives.
-func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, hoist probeHoist, pre func(K, H snippet.Reg, miss string), miss, stepped, reload func()) {
+func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, live effect.RegSet, reuse []effect.Reg, shift int32, hit string, hoist probeHoist, first func(regs []snippet.Reg), pre func(K, H snippet.Reg, miss string), miss, stepped, reload func()) {
 	b := st.b
-	var saved []effect.Reg
-	for _, r := range regs {
-		if live.Has(r) && !slices.Contains(reuse, r) {
-			saved = append(saved, r)
-		}
-	}
+	saved := probeSaved(regs, live, reuse)
 	K, H, X := kit.Reg(regs[0]), snippet.NoReg, kit.Reg(regs[len(regs)-1])
 	if hoist.cache == snippet.NoReg {
 		H = kit.Reg(regs[1])
@@ -164,6 +176,20 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	}
 	if len(saved) > 0 {
 		save()
+	}
+	if first != nil {
+		// (before anything the probe computes: it may reuse the
+		// register of the slots' base)
+		order := make([]snippet.Reg, 0, len(regs))
+		for _, r := range saved {
+			order = append(order, kit.Reg(r))
+		}
+		for _, r := range regs {
+			if !slices.Contains(saved, r) {
+				order = append(order, kit.Reg(r))
+			}
+		}
+		first(order)
 	}
 	// (labels of their own per hit label: a snippet may probe twice)
 	missL, hitL := "pmiss."+hit, hit

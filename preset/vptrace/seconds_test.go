@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,6 +121,79 @@ func TestSecondSlotRule(t *testing.T) {
 				if got := comparedSlots(t, disasm(t, inst, c.fn)); len(got) != c.slots {
 					t.Errorf("%s: compares with slots %#x, want %d slots", c.fn, got, c.slots)
 				}
+			}
+		})
+	}
+}
+
+// foldedMoves counts the second-slot moves made through a register the
+// cache probe pushed (`mov SLOT,%r; mov %r,SECOND`, then the new page into
+// SLOT) in objdump's disassembly, and the moves made memory to memory
+// through the stack (`pop` into memory).
+func foldedMoves(dis []byte) (folded, stacked int) {
+	movFrom := regexp.MustCompile(`\tmov +(\S*\(\S+\)|%fs:\S+),(%r\w+)$`)
+	lines := strings.Split(string(dis), "\n")
+	for i := 1; i+1 < len(lines); i++ {
+		if m := movFrom.FindStringSubmatch(lines[i]); m != nil && strings.Contains(lines[i-1], "\tpush ") &&
+			regexp.MustCompile(`\tmov +`+regexp.QuoteMeta(m[2])+`,(\S*\(\S+\)|%fs:\S+)$`).MatchString(lines[i+1]) {
+			folded++
+		}
+		if regexp.MustCompile(`\tpop +(\S*\(|%fs:)`).MatchString(lines[i]) {
+			stacked++
+		}
+	}
+	return folded, stacked
+}
+
+// TestSecondSlotFold runs a function without loops whose every general
+// register holds a value at its sites (testdata/starved.c), on three pages
+// in turn: each of its sites misses both its last-page slots at every call,
+// moves the slot's page to the second slot through a register the cache
+// probe pushes, and probes. The results and the stores must be those of
+// the function not instrumented (a register the move took and did not
+// give back changes them), and the trace must have every page with its
+// kinds (a slot written with a page not recorded would lose one).
+func TestSecondSlotFold(t *testing.T) {
+	testutil.Need(t, "gcc", "objdump")
+	rt := runtimeArchive(t)
+	for _, c := range []string{"-O2/local-exec", "-O2/initial-exec", "-O1/indirect", "-O3/indirect"} {
+		t.Run(c, func(t *testing.T) {
+			opt, tls, _ := strings.Cut(c, "/")
+			dir := t.TempDir()
+			drv := testutil.Compile(t, dir, "gcc", "testdata/starved_main.c", "-O2")
+			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/starved.c", opt), "tls="+tls)
+			exe := filepath.Join(dir, "app")
+			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", inst).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if folded, stacked := foldedMoves(dis); folded < 3 || stacked > 0 {
+				t.Fatalf("%d second-slot moves through a pushed register (want 3 or more), %d through the stack (want none)", folded, stacked)
+			}
+			out, vpt := runTraced(t, exe, "VPTRACE_INTERVAL_MS=100000")
+			want := printedKinds(out)
+			if len(want) != 9 {
+				t.Fatalf("the driver printed %d pages, want 9:\n%s", len(want), out)
+			}
+			tr, err := trace.Load(vpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wrong []string
+			for p, kinds := range want {
+				got := ""
+				for _, th := range tr.Threads {
+					if pg := th.Pages[p]; pg != nil {
+						got = kindsOf(pg)
+					}
+				}
+				if got != kinds {
+					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got, kinds))
+				}
+			}
+			if len(wrong) > 0 {
+				t.Errorf("%d of %d pages with the wrong kinds: %v", len(wrong), len(want), wrong)
 			}
 		})
 	}

@@ -377,7 +377,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 			if step < 0 {
 				lo, hi = S, T
 			}
-			st.probe(snippet.NoReg, s.kind, probeRegs, liveRegs, free[2:], shift, "ranged", noHoist, func(K, H snippet.Reg, miss string) {
+			st.probe(snippet.NoReg, s.kind, probeRegs, liveRegs, free[2:], shift, "ranged", noHoist, nil, func(K, H snippet.Reg, miss string) {
 				b.LeaQ(snippet.Mem(hi, int32(ext-1)), K) // the last byte's page
 				b.ShrQ(snippet.Imm(12), K)
 				b.MovQ(lo, H)
@@ -559,20 +559,52 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			b.CmpQ(rs, slot)
 			b.Jcc(snippet.CondE, same)
+			regs, reuse := probeRegs, avail
+			var reload func()
+			if probeS != nil {
+				regs, reuse = probeS, append(slices.Clone(avail), free[0])
+				reload = func() { b.MovQ(slot, rs) }
+			}
+			// first, when not nil, writes the slots after the probe's
+			// pushes, if any (probe passes its registers, those it
+			// pushed first).
+			var first func(regs []snippet.Reg)
 			if s.second >= 0 {
 				// The second slot; on a miss of both, the slot's page
-				// moves to it (memory to memory through the stack: no
-				// register) and the slot takes the new one below.
+				// moves to it and the slot takes the new one. Through a
+				// register of the probe's (free once it pushed those
+				// live) that is neither the page nor the slots' base;
+				// else memory to memory through the stack, with no
+				// register, which costs the move a store-to-load round
+				// trip (in bzip2's mainGtU, a tenth of the samples fell
+				// right after such pops).
 				second := slot.Add(int64(8 * (s.second - s.slot)))
 				b.CmpQ(rs, second)
 				b.Jcc(snippet.CondE, same)
-				if shift == 0 {
-					b.Save() // (over the red zone, as call does)
+				toSecond := func(regs []snippet.Reg) {
+					for _, r := range regs {
+						if r != rs && !slot.Reads(r) {
+							b.MovQ(slot, r)
+							b.MovQ(r, second)
+							return
+						}
+					}
+					if shift == 0 {
+						b.Save() // (over the red zone, as call does)
+					}
+					b.PushQ(slot)
+					b.PopQ(second)
+					if shift == 0 {
+						b.Restore()
+					}
 				}
-				b.PushQ(slot)
-				b.PopQ(second)
-				if shift == 0 {
-					b.Restore()
+				if probeRegs == nil {
+					toSecond(nil)
+				} else {
+					first = func(regs []snippet.Reg) {
+						toSecond(regs)
+						b.MovQ(rs, slot)
+					}
 				}
 			}
 			if probeRegs == nil {
@@ -584,14 +616,10 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				return
 			}
 			// The slot first: the probe may reuse its base register.
-			b.MovQ(rs, slot)
-			regs, reuse := probeRegs, avail
-			var reload func()
-			if probeS != nil {
-				regs, reuse = probeS, append(slices.Clone(avail), free[0])
-				reload = func() { b.MovQ(slot, rs) }
+			if first == nil {
+				b.MovQ(rs, slot)
 			}
-			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, hoist, nil, func() { call(stub) }, func() {
+			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, hoist, first, nil, func() { call(stub) }, func() {
 				b.CallGOT(stub)
 				st.siteNop(k)
 			}, reload)
