@@ -71,6 +71,17 @@ func newCodeMap(s *ibr.Section) *codeMap {
 	for _, fn := range s.Funcs {
 		at(fn.Start)
 	}
+	// A loop head the compiler aligned (no-ops up to an instruction at a
+	// multiple of 8 or more in its function) keeps its alignment: the
+	// code inserted before it would otherwise put it anywhere, and where
+	// an instrumented loop started alone moved kernels' times by 5-10%.
+	for i := 1; i < n; i++ {
+		in := &s.Insts[i]
+		if in.Kind == ibr.Code && in.Func >= 0 && s.Funcs[in.Func].Start != i && in.Func == s.Insts[i-1].Func &&
+			s.Nop(i-1) && !s.Nop(i) && in.Off%8 == 0 {
+			at(i)
+		}
+	}
 	for i := range s.Insts {
 		if s.Insts[i].Kind == ibr.Data {
 			at(i)

@@ -207,17 +207,26 @@ func isPadding(b []byte) bool {
 			continue
 		}
 		lay, err := x86len.Decode(b)
-		if err != nil {
-			return false
-		}
-		nop := lay.Map == x86len.Map0F && lay.Opcode == 0x1f && lay.Escape == x86len.NoEscape ||
-			lay.Map == x86len.Map1Byte && lay.Opcode == 0x90 && lay.Rex&1 == 0 && lay.Escape == x86len.NoEscape
-		if !nop {
+		if err != nil || !isNop(&lay) {
 			return false
 		}
 		b = b[lay.Len:]
 	}
 	return true
+}
+
+// isNop reports whether an instruction is a no-op of those assemblers pad
+// with: 90 (not xchg with r8: REX.B), 0f 1f /0, with any prefixes.
+func isNop(lay *x86len.Layout) bool {
+	return lay.Escape == x86len.NoEscape &&
+		(lay.Map == x86len.Map0F && lay.Opcode == 0x1f || lay.Map == x86len.Map1Byte && lay.Opcode == 0x90 && lay.Rex&1 == 0)
+}
+
+// Nop reports whether instruction i is code that does nothing, of the
+// kinds assemblers pad with inside functions (before a loop the compiler
+// aligned).
+func (s *Section) Nop(i int) bool {
+	return s.Insts[i].Kind == Code && isNop(&s.Insts[i].Layout)
 }
 
 // decodeCode decodes a code region linearly.
