@@ -1,8 +1,8 @@
 /* th: the heap workload of the tune tests. Every worker thread builds a
  * linked list of small malloc'ed nodes in shuffled order (its malloc
- * arena) and fills and sweeps a 2 MiB block (mmap'ed, or from the arena
- * once glibc has raised its mmap threshold after a free); the main thread
- * sweeps a block of its own. With more threads than malloc creates arenas
+ * arena) and fills and sweeps a 2 MiB block (mmap'ed: every worker has
+ * allocated before any frees, so glibc has not raised its mmap threshold
+ * yet); the main thread sweeps a block of its own. With more threads than malloc creates arenas
  * for (8 per core), threads share arenas and their nodes interleave: the
  * pages each thread touches then change from run to run. */
 struct node {

@@ -11,6 +11,13 @@
 
 static long rounds = 2;
 
+/* Every worker has made all its allocations before any frees one: which
+ * arena a thread gets, and whether its 2 MiB block is mapped of its own
+ * or comes from the arena (glibc raises its mmap threshold at the first
+ * free of such a block), then do not depend on how the threads' runs
+ * interleave, and an arena per thread gives each run the same pages. */
+static pthread_barrier_t allocated;
+
 struct arg {
 	long id, sum;
 };
@@ -40,6 +47,7 @@ static void *worker(void *p)
 	long *big = malloc(BIG * sizeof *big);
 	if (!big)
 		abort();
+	pthread_barrier_wait(&allocated);
 	th_fill(big, BIG, w->id);
 	long s = th_chase(v[0], rounds);
 	s += th_sweep(big, BIG, 3 + w->id);
@@ -62,6 +70,8 @@ int main(int argc, char **argv)
 	if (!mine)
 		abort();
 	th_fill(mine, 50000, 7);
+	if (pthread_barrier_init(&allocated, 0, (unsigned)nt))
+		abort();
 	pthread_t th[64];
 	struct arg args[64];
 	for (long k = 0; k < nt; k++) {
