@@ -10,11 +10,14 @@
 # `-Wl,-u,vpt_register` pulls the runtime in, whose start-up and link layout
 # alone move some programs by up to 30% either way), and rewritten with the
 # vptrace preset at T=0 and T=1 (H=4096, usestack false) and linked with the
-# runtime. The builds run alternately RUNS times (default 7) with the
-# workload's `bench-args` (sized to run ~0.5-2 s plain); the script prints
-# the median wall time of each configuration, the ratios instrumented/base
-# (the instrumentation's cost: what the targets are about) and T0/plain (what
-# a user sees), and the geometric means of the ratios over the workloads.
+# runtime. The builds run in turn, a round of each, RUNS rounds (default 7)
+# with the workload's `bench-args` (sized to run ~0.5-2 s plain); the script
+# prints the median wall time of each configuration, the ratios
+# instrumented/base (the instrumentation's cost: what the targets are
+# about) and T0/plain (what a user sees), each the median of the rounds'
+# ratios (a round's builds run back to back, so a machine that speeds up or
+# slows down between rounds moves both sides of a ratio alike), and the
+# geometric means of the ratios over the workloads.
 # With -c the figures are CPU time (user + system, all threads: perf stat's
 # task-clock) instead of wall time: steadier on a machine other jobs share
 # (the cost of the instrumentation is CPU work in every thread).
@@ -84,7 +87,7 @@ build() {
 	done
 }
 
-echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs runs each, median $metric time"
+echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs rounds, median $metric time; ratios: medians of the rounds' ratios"
 echo "rewriter $HIJACK, runtime $VPTRACE_LIB"
 echo
 printf '%-10s %7s %7s %7s %7s %7s %7s %7s %7s %7s %11s %9s %8s\n' \
@@ -132,8 +135,13 @@ for name in "${names[@]}"; do
 	sum=$("$HIJACK" report "$w/T0.vpt" 2>/dev/null | grep -m1 ' events' || true)
 	ev=$(sed -n 's/.* \([0-9][0-9]*\) events.*/\1/p' <<<"$sum")
 	pg=$(sed -n 's/.* \([0-9][0-9]*\) (thread, page) pairs.*/\1/p' <<<"$sum")
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
-	r0=$(ratio "$t0" "$b") r0p=$(ratio "$t0" "$p") r1=$(ratio "$t1" "$b") roff=$(ratio "$off" "$b")
+	# ratio A B: the median over the rounds of A's time over B's in the
+	# same round (times has a line per run, the rounds in order)
+	ratio() {
+		awk -v a="$1" -v b="$2" '$1==a{x[na++]=$2} $1==b{y[nb++]=$2} END{for (i = 0; i < na && i < nb; i++) print x[i]/y[i]}' "$w/times" |
+			median | awk '{printf "%.3f", $1}'
+	}
+	r0=$(ratio T0 base) r0p=$(ratio T0 plain) r1=$(ratio T1 base) roff=$(ratio off base)
 	r0s+=("$r0") r0ps+=("$r0p") r1s+=("$r1") rofs+=("$roff")
 	evs=$(awk -v e="${ev:-0}" -v p="$b" 'BEGIN{printf "%.3g", e/p}')
 	printf '%-10s %7.3f %7.3f %7.3f %7s %7s %7.3f %7s %7.3f %7s %11s %9s %8s\n' \
