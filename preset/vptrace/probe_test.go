@@ -2,10 +2,12 @@ package vptrace_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +37,16 @@ func hoistedProbes(dis []byte) int {
 		}
 	}
 	return n
+}
+
+// disassembly returns objdump -d's disassembly of obj, without raw bytes.
+func disassembly(t *testing.T, obj string) []byte {
+	t.Helper()
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", obj).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // runTraced runs the program exe with VPTRACE_OUT beside it and env, and
@@ -77,6 +89,30 @@ func kindsOf(pg *trace.Page) string {
 	return k
 }
 
+// tracedKinds returns the kinds (kindsOf) of every page the threads have,
+// by page number (a later thread's where two have a page).
+func tracedKinds(threads []*trace.Thread) map[uint64]string {
+	got := map[uint64]string{}
+	for _, th := range threads {
+		for p, pg := range th.Pages {
+			got[p] = kindsOf(pg)
+		}
+	}
+	return got
+}
+
+// wrongKinds compares, page by page, the kinds a driver printed (want) with
+// the trace's (got; "" for a page in neither) and says where they differ.
+func wrongKinds(pages []uint64, want, got map[uint64]string) []string {
+	var wrong []string
+	for _, p := range pages {
+		if got[p] != want[p] {
+			wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got[p], want[p]))
+		}
+	}
+	return wrong
+}
+
 // TestProbeKinds runs loops of random reads, writes and read-modify-writes
 // (testdata/kinds.c) whose probes find the cache's address in a register
 // of their loop (a new thread: its first event is in such a loop), over
@@ -108,11 +144,7 @@ func TestProbeKinds(t *testing.T) {
 				inst = instrument(t, testutil.Compile(t, dir, "gcc", "testdata/kinds.c", opt), "tls="+tls)
 				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
 			}
-			dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", inst).Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			hoisted, least := hoistedProbes(dis), 3 // one in each of rd, wr and rmw
+			hoisted, least := hoistedProbes(disassembly(t, inst)), 3 // one in each of rd, wr and rmw
 			if tls == "local-exec" {
 				least = 0
 			}
@@ -141,17 +173,7 @@ func TestProbeKinds(t *testing.T) {
 			if th == nil {
 				t.Fatal("no thread of the trace has a page of the table")
 			}
-			var wrong []string
-			for p, kinds := range want {
-				got := ""
-				if pg := th.Pages[p]; pg != nil {
-					got = kindsOf(pg)
-				}
-				if got != kinds {
-					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got, kinds))
-				}
-			}
-			if len(wrong) > 0 {
+			if wrong := wrongKinds(slices.Sorted(maps.Keys(want)), want, tracedKinds([]*trace.Thread{th})); len(wrong) > 0 {
 				t.Errorf("%d of %d pages with the wrong kinds: %v", len(wrong), len(want), head(wrong))
 			}
 		})
@@ -192,22 +214,11 @@ func TestStraddle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := map[uint64]string{}
-			for _, th := range tr.Threads {
-				for p, pg := range th.Pages {
-					if p < buf>>12 || p >= buf>>12+pages {
-						continue
-					}
-					got[p] = kindsOf(pg)
-				}
-			}
-			var wrong []string
+			var buffer []uint64 // every page of the buffer: none extra
 			for p := buf >> 12; p < buf>>12+pages; p++ {
-				if got[p] != want[p] {
-					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got[p], want[p]))
-				}
+				buffer = append(buffer, p)
 			}
-			if len(wrong) > 0 {
+			if wrong := wrongKinds(buffer, want, tracedKinds(tr.Threads)); len(wrong) > 0 {
 				t.Errorf("%d of %d pages wrong: %v", len(wrong), pages, head(wrong))
 			}
 		})

@@ -2,10 +2,12 @@ package vptrace_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,19 +133,26 @@ func TestSecondSlotRule(t *testing.T) {
 // SLOT) in objdump's disassembly, and the moves made memory to memory
 // through the stack (`pop` into memory).
 func foldedMoves(dis []byte) (folded, stacked int) {
-	movFrom := regexp.MustCompile(`\tmov +(\S*\(\S+\)|%fs:\S+),(%r\w+)$`)
 	lines := strings.Split(string(dis), "\n")
 	for i := 1; i+1 < len(lines); i++ {
-		if m := movFrom.FindStringSubmatch(lines[i]); m != nil && strings.Contains(lines[i-1], "\tpush ") &&
-			regexp.MustCompile(`\tmov +`+regexp.QuoteMeta(m[2])+`,(\S*\(\S+\)|%fs:\S+)$`).MatchString(lines[i+1]) {
+		from, to := slotToReg.FindStringSubmatch(lines[i]), regToSlot.FindStringSubmatch(lines[i+1])
+		if from != nil && to != nil && from[2] == to[1] && strings.Contains(lines[i-1], "\tpush ") {
 			folded++
 		}
-		if regexp.MustCompile(`\tpop +(\S*\(|%fs:)`).MatchString(lines[i]) {
+		if popToMem.MatchString(lines[i]) {
 			stacked++
 		}
 	}
 	return folded, stacked
 }
+
+// foldedMoves' patterns: a load of a memory word into a register, a store
+// of a register into a memory word, a pop into memory.
+var (
+	slotToReg = regexp.MustCompile(`\tmov +(\S*\(\S+\)|%fs:\S+),(%r\w+)$`)
+	regToSlot = regexp.MustCompile(`\tmov +(%r\w+),(\S*\(\S+\)|%fs:\S+)$`)
+	popToMem  = regexp.MustCompile(`\tpop +(\S*\(|%fs:)`)
+)
 
 // TestSecondSlotFold runs a function without loops whose every general
 // register holds a value at its sites (testdata/starved.c), on three pages
@@ -164,11 +173,7 @@ func TestSecondSlotFold(t *testing.T) {
 			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/starved.c", opt), "tls="+tls)
 			exe := filepath.Join(dir, "app")
 			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
-			dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", inst).Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if folded, stacked := foldedMoves(dis); folded < 3 || stacked > 0 {
+			if folded, stacked := foldedMoves(disassembly(t, inst)); folded < 3 || stacked > 0 {
 				t.Fatalf("%d second-slot moves through a pushed register (want 3 or more), %d through the stack (want none)", folded, stacked)
 			}
 			out, vpt := runTraced(t, exe, "VPTRACE_INTERVAL_MS=100000")
@@ -180,19 +185,7 @@ func TestSecondSlotFold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wrong []string
-			for p, kinds := range want {
-				got := ""
-				for _, th := range tr.Threads {
-					if pg := th.Pages[p]; pg != nil {
-						got = kindsOf(pg)
-					}
-				}
-				if got != kinds {
-					wrong = append(wrong, fmt.Sprintf("%s: %q, want %q", hex(p), got, kinds))
-				}
-			}
-			if len(wrong) > 0 {
+			if wrong := wrongKinds(slices.Sorted(maps.Keys(want)), want, tracedKinds(tr.Threads)); len(wrong) > 0 {
 				t.Errorf("%d of %d pages with the wrong kinds: %v", len(wrong), len(want), wrong)
 			}
 		})

@@ -1,7 +1,6 @@
 package vptrace_test
 
 import (
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,12 +33,8 @@ func TestNoJumpToJump(t *testing.T) {
 // (objdump -d, section by section).
 func jumpsToJumps(t *testing.T, obj string) int {
 	t.Helper()
-	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", obj).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, sec := range strings.Split(string(out), "Disassembly of section ") {
+	for _, sec := range strings.Split(string(disassembly(t, obj)), "Disassembly of section ") {
 		op := map[uint64]string{}
 		var jumps []uint64
 		for _, line := range strings.Split(sec, "\n") {
