@@ -41,16 +41,16 @@ type probeHoist struct {
 // noHoist is a probe's with no registers of a spilled loop.
 var noHoist = probeHoist{snippet.NoReg, snippet.NoReg}
 
-// loadCache loads the thread's table into the cache register.
-func (h probeHoist) loadCache(b *kit.Builder) {
-	b.MovQ(snippet.GOTTPOFF(probeThreadSym), h.cache)
-	b.MovQ(snippet.Mem(h.cache, abi.ProbeCacheOff).Seg(snippet.FS), h.cache)
+// loadProbeTable loads the calling thread's recent-page table into r
+// (the zeros while it has none).
+func loadProbeTable(b *kit.Builder, r snippet.Reg) {
+	b.MovQ(snippet.GOTTPOFF(probeThreadSym), r)
+	b.MovQ(snippet.Mem(r, abi.ProbeCacheOff).Seg(snippet.FS), r)
 }
 
-// loadHot loads the address of the runtime's hot line into the hot
-// register.
-func (h probeHoist) loadHot(b *kit.Builder) {
-	b.MovQ(snippet.GOTPCRELX(probeHotSym), h.hot) // (a static link makes it a lea)
+// loadProbeHot loads the address of the runtime's hot line into r.
+func loadProbeHot(b *kit.Builder, r snippet.Reg) {
+	b.MovQ(snippet.GOTPCRELX(probeHotSym), r) // (a static link makes it a lea)
 }
 
 // kindBits returns the read and write bits of a site's kind: what the
@@ -208,15 +208,14 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	table := hoist.cache
 	if table == snippet.NoReg {
 		table = H
-		b.MovQ(snippet.GOTPCRELX(probeHotSym), H) // (a static link makes it a lea)
+		loadProbeHot(b, H)
 		b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
-		b.MovQ(snippet.GOTTPOFF(probeThreadSym), H)
-		b.MovQ(snippet.Mem(H, abi.ProbeCacheOff).Seg(snippet.FS), H)
+		loadProbeTable(b, H)
 	} else {
 		hot := hoist.hot
 		if hot == snippet.NoReg {
 			hot = X // (the set's offset goes there next)
-			b.MovQ(snippet.GOTPCRELX(probeHotSym), hot)
+			loadProbeHot(b, hot)
 		}
 		b.AddQ(snippet.Mem(hot, abi.ProbeEpochOff), K)
 	}
@@ -261,7 +260,7 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 		miss()
 	}
 	if hoist.cache != snippet.NoReg {
-		hoist.loadCache(b)
+		loadProbeTable(b, hoist.cache)
 	}
 	if len(saved) > 0 {
 		b.Jmp(hit)

@@ -231,10 +231,10 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 				}
 			}
 			if hasCache {
-				hoist.loadCache(b)
+				loadProbeTable(b, hoist.cache)
 			}
 			if hasHot {
-				hoist.loadHot(b)
+				loadProbeHot(b, hoist.hot)
 			}
 			if err := insert(e); err != nil {
 				return err
