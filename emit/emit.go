@@ -185,6 +185,9 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 				n += len(sn.Relocs)
 			}
 		}
+		for _, c := range m.cold {
+			n += len(c.sn.Cold.Relocs)
+		}
 		if n == 0 {
 			continue
 		}
@@ -223,6 +226,9 @@ func addSnippetRelocs(f *elfobj.File, maps map[int]*codeMap) error {
 		for i := range m.sec.Insts {
 			add(uint64(m.group[i]), m.sec.Insts[i].Before())
 			add(uint64(m.after[i]), m.sec.Insts[i].After())
+		}
+		for _, c := range m.cold {
+			add(uint64(c.at), []*ibr.Snippet{c.sn.Cold})
 		}
 		slices.SortStableFunc(rs.Relocs, func(a, b elfobj.Rela) int { return cmp.Compare(a.Off, b.Off) })
 	}

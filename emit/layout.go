@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"hijack/ibr"
 	"hijack/ibr/x86len"
 )
@@ -33,7 +35,37 @@ type codeMap struct {
 	// offset congruent to a phase modulo an alignment (function entries,
 	// data in code): few, so not an entry per instruction.
 	aligned []alignment
+	// cold lists the inserted snippets that have a cold part, in the
+	// order of the chain (instruction by instruction, code before it
+	// first); coldOrder indexes it in the order the cold parts are laid
+	// out (by home, then as cold).
+	cold      []coldPart
+	coldOrder []int
+	// guards are the jumps over cold areas that follow an element that
+	// may fall through, by home.
+	guards []guard
 }
+
+// coldPart is the out-of-line part of an inserted snippet: it goes after
+// its home element, the last of the function the snippet is inserted in
+// (the section's last outside functions), with the other cold parts that
+// go there. hot and at are where the snippet and its cold part start.
+type coldPart struct {
+	sn      *ibr.Snippet
+	home    int
+	hot, at uint32
+}
+
+// guard is a jump over the cold area after element home, at offset at:
+// the element may fall through (a call to a function that does not
+// return, code that ends a section), which must reach what followed it.
+type guard struct {
+	home int
+	at   uint32
+}
+
+// guardLen is the size of a guard: e9 rel32.
+const guardLen = 5
 
 // alignment is the constraint on where instruction i starts.
 type alignment struct {
@@ -88,7 +120,55 @@ func newCodeMap(s *ibr.Section) *codeMap {
 		}
 	}
 	slices.SortFunc(m.aligned, func(a, b alignment) int { return cmp.Compare(a.i, b.i) })
+	m.findCold()
 	return m
+}
+
+// findCold lists the cold parts of inserted code, where each goes, and
+// the cold areas that need a guard.
+func (m *codeMap) findCold() {
+	s := m.sec
+	for i := range s.Insts {
+		for _, sn := range s.Insts[i].Inserted() {
+			if sn.Cold == nil {
+				continue
+			}
+			home := len(s.Insts) - 1
+			if fn := s.FuncAt(i); fn != nil && fn.End > i {
+				home = fn.End - 1
+			}
+			m.cold = append(m.cold, coldPart{sn: sn, home: home})
+		}
+	}
+	if len(m.cold) == 0 {
+		return
+	}
+	m.coldOrder = make([]int, len(m.cold))
+	for k := range m.coldOrder {
+		m.coldOrder[k] = k
+	}
+	slices.SortStableFunc(m.coldOrder, func(a, b int) int { return cmp.Compare(m.cold[a].home, m.cold[b].home) })
+	for _, k := range m.coldOrder {
+		if h := m.cold[k].home; (len(m.guards) == 0 || m.guards[len(m.guards)-1].home != h) && m.mayFallThrough(h) {
+			m.guards = append(m.guards, guard{home: h})
+		}
+	}
+}
+
+// mayFallThrough reports whether control may go on from element i (or
+// the code inserted after it) to what follows: anything but an
+// unconditional jump, a return or a trap. (Padding too: it runs where
+// what precedes it falls through; a function may be nothing else.)
+func (m *codeMap) mayFallThrough(i int) bool {
+	s := m.sec
+	if len(s.Insts[i].After()) > 0 || s.Insts[i].Kind != ibr.Code {
+		return true
+	}
+	switch s.Asm(i).Op {
+	case x86asm.RET, x86asm.JMP, x86asm.UD2, x86asm.HLT, x86asm.LRET, x86asm.LJMP:
+		return false
+	}
+	return true
 }
 
 // encLen returns the new length of instruction i's own bytes.
@@ -121,6 +201,18 @@ func (m *codeMap) place() {
 	var pos uint64
 	insts := m.sec.Insts
 	next := 0 // m.aligned[next] is the next instruction with an alignment
+	hot := 0  // m.cold[hot] is the next snippet with a cold part
+	cold := 0 // m.coldOrder[cold] is the next cold part to lay out
+	guards := 0
+	snippets := func(sns []*ibr.Snippet) {
+		for _, sn := range sns {
+			if sn.Cold != nil {
+				m.cold[hot].hot = uint32(pos)
+				hot++
+			}
+			pos += uint64(len(sn.Code))
+		}
+	}
 	for i := range insts {
 		for next < len(m.aligned) && m.aligned[next].i == i {
 			a := m.aligned[next]
@@ -128,14 +220,20 @@ func (m *codeMap) place() {
 			next++
 		}
 		m.group[i] = uint32(pos)
-		for _, sn := range insts[i].Before() {
-			pos += uint64(len(sn.Code))
-		}
+		snippets(insts[i].Before())
 		m.inst[i] = uint32(pos)
 		pos += m.encLen(i)
 		m.after[i] = uint32(pos)
-		for _, sn := range insts[i].After() {
-			pos += uint64(len(sn.Code))
+		snippets(insts[i].After())
+		if guards < len(m.guards) && m.guards[guards].home == i {
+			m.guards[guards].at = uint32(pos)
+			pos += guardLen
+			guards++
+		}
+		for ; cold < len(m.coldOrder) && m.cold[m.coldOrder[cold]].home == i; cold++ {
+			c := &m.cold[m.coldOrder[cold]]
+			c.at = uint32(pos)
+			pos += uint64(len(c.sn.Cold.Code))
 		}
 	}
 	m.group[len(insts)] = uint32(pos)
@@ -235,38 +333,71 @@ func (m *codeMap) write() ([]byte, error) {
 	insts := m.sec.Insts
 	out := make([]byte, m.size)
 	var end uint64
-	for i := range insts {
-		in := &insts[i]
-		FillNops(out[end:m.group[i]])
-		pos := uint64(m.group[i])
-		for _, sn := range in.Before() {
-			if err := m.writeSnippet(out, pos, sn, i); err != nil {
-				return nil, err
+	hot := 0 // m.cold[hot] is the next snippet with a cold part
+	snippets := func(pos uint64, sns []*ibr.Snippet, i int) (uint64, error) {
+		for _, sn := range sns {
+			var c *coldPart
+			if sn.Cold != nil {
+				c = &m.cold[hot]
+				hot++
+			}
+			if err := m.writeSnippet(out, pos, sn, c, i); err != nil {
+				return 0, err
 			}
 			pos += uint64(len(sn.Code))
+		}
+		return pos, nil
+	}
+	for i := range insts {
+		in := &insts[i]
+		// (Also the nops under a cold area, which the loop below writes.)
+		FillNops(out[end:m.group[i]])
+		if _, err := snippets(uint64(m.group[i]), in.Before(), i); err != nil {
+			return nil, err
 		}
 		if err := m.writeInst(out, i); err != nil {
 			return nil, err
 		}
-		pos = uint64(m.after[i])
-		for _, sn := range in.After() {
-			if err := m.writeSnippet(out, pos, sn, i); err != nil {
-				return nil, err
-			}
-			pos += uint64(len(sn.Code))
+		pos, err := snippets(uint64(m.after[i]), in.After(), i)
+		if err != nil {
+			return nil, err
 		}
 		end = pos
 	}
 	FillNops(out[end:])
+	for _, g := range m.guards {
+		out[g.at] = 0xe9
+		if err := putDisp(out[g.at+1:g.at+guardLen], int64(m.group[g.home+1])-int64(g.at+guardLen)); err != nil {
+			return nil, fmt.Errorf("%s: jump over cold code: %v", m.sec.Where(uint64(insts[g.home].Off)), err)
+		}
+	}
+	for k := range m.cold {
+		c := &m.cold[k]
+		if err := m.writeSnippet(out, uint64(c.at), c.sn.Cold, c, c.home); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
-// writeSnippet copies inserted code to pos and resolves its links.
-func (m *codeMap) writeSnippet(out []byte, pos uint64, sn *ibr.Snippet, i int) error {
+// writeSnippet copies inserted code, or the cold part of c, to pos and
+// resolves its links; c is where the parts of a snippet with a cold part
+// went.
+func (m *codeMap) writeSnippet(out []byte, pos uint64, sn *ibr.Snippet, c *coldPart, i int) error {
 	copy(out[pos:], sn.Code)
 	for _, l := range sn.Links {
-		d := int64(m.addr(l.Target, l.Delta)) - int64(pos+uint64(l.End))
-		if err := putDisp(out[pos+uint64(l.Off):pos+uint64(l.Off)+4], d); err != nil {
+		var to uint64
+		switch {
+		case l.To == ibr.LinkInst:
+			to = m.addr(l.Target, l.Delta)
+		case c == nil:
+			return fmt.Errorf("%s: inserted code: a link to a part of a snippet without a cold part", m.sec.Where(uint64(m.sec.Insts[i].Off)))
+		case l.To == ibr.LinkHot:
+			to = uint64(c.hot) + uint64(l.Delta)
+		default:
+			to = uint64(c.at) + uint64(l.Delta)
+		}
+		if err := putDisp(out[pos+uint64(l.Off):pos+uint64(l.Off)+4], int64(to)-int64(pos+uint64(l.End))); err != nil {
 			return fmt.Errorf("%s: inserted code: %v", m.sec.Where(uint64(m.sec.Insts[i].Off)), err)
 		}
 	}

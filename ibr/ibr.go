@@ -261,9 +261,19 @@ type Snippet struct {
 	Relocs []SnippetReloc
 	// Links are 32-bit PC-relative fields that refer to an element of the
 	// same section (a RIP-relative operand copied from the instruction the
-	// snippet instruments, a jump to an original instruction): emit
-	// resolves them after layout, without relocations.
+	// snippet instruments, a jump to an original instruction) or to the
+	// snippet's other part: emit resolves them after layout, without
+	// relocations.
 	Links []SnippetLink
+	// Cold, when not nil, is the snippet's out-of-line part: code that
+	// runs rarely (a miss path), which emit places after the last element
+	// of the function the snippet is inserted into (after the section's
+	// last one outside functions), so that the code that runs often stays
+	// dense in the instruction cache and its hit path has no taken jump.
+	// The two parts reach each other only through links (LinkHot,
+	// LinkCold); control never falls into or out of the cold part. A
+	// cold part has no cold part of its own.
+	Cold *Snippet
 }
 
 // SnippetReloc is a relocation inside a Snippet. The symbol is SymIndex
@@ -281,12 +291,29 @@ type SnippetReloc struct {
 // (the end of the snippet instruction that holds it), referring to Delta
 // bytes after the start of instruction Target of the section. A Target
 // that is an instruction's start (Delta 0) means the start of the code
-// inserted before it, as for branches.
+// inserted before it, as for branches. With To set, Delta counts from the
+// start of a part of the same snippet instead, and Target is unused.
 type SnippetLink struct {
 	Off, End int
 	Target   int
 	Delta    int64
+	To       LinkTo
 }
+
+// LinkTo says what a SnippetLink's Delta counts from.
+type LinkTo uint8
+
+const (
+	// LinkInst: the start of instruction Target.
+	LinkInst LinkTo = iota
+	// LinkHot: the start of the snippet whose Cold part holds the link
+	// (Delta up to its length: the end is where the code after it
+	// starts).
+	LinkHot
+	// LinkCold: the start of the Cold part of the snippet that holds the
+	// link.
+	LinkCold
+)
 
 // End returns the offset just past the instruction in the original section.
 func (in *Inst) End() uint32 { return in.Off + in.Len }
@@ -347,14 +374,44 @@ func (s *Section) InsertBefore(i int, sn *Snippet) error {
 // checkSnippet validates the relocations and links of code to insert at
 // instruction i.
 func (s *Section) checkSnippet(i int, sn *Snippet) error {
-	for _, r := range sn.Relocs {
-		w := elfobj.RelocSize(r.Type)
-		if w < 0 || r.Off < 0 || r.Off+w > len(sn.Code) {
-			return fmt.Errorf("section %s+0x%x: inserted code has a bad relocation %s at %d", s.Elf.Name, s.Insts[i].Off, r.Type, r.Off)
+	if sn.Cold != nil && sn.Cold.Cold != nil {
+		return fmt.Errorf("section %s+0x%x: inserted code has a cold part with a cold part", s.Elf.Name, s.Insts[i].Off)
+	}
+	for _, part := range [2]*Snippet{sn, sn.Cold} {
+		if part == nil {
+			continue
+		}
+		for _, r := range part.Relocs {
+			w := elfobj.RelocSize(r.Type)
+			if w < 0 || r.Off < 0 || r.Off+w > len(part.Code) {
+				return fmt.Errorf("section %s+0x%x: inserted code has a bad relocation %s at %d", s.Elf.Name, s.Insts[i].Off, r.Type, r.Off)
+			}
+		}
+	}
+	return s.checkLinks(i, sn, nil)
+}
+
+// checkLinks validates the links of sn, the cold part of hot when hot is
+// not nil.
+func (s *Section) checkLinks(i int, sn, hot *Snippet) error {
+	if hot == nil && sn.Cold != nil {
+		if err := s.checkLinks(i, sn.Cold, sn); err != nil {
+			return err
 		}
 	}
 	for _, l := range sn.Links {
-		if l.Off < 0 || l.Off+4 > l.End || l.End > len(sn.Code) || l.Target < 0 || l.Target > len(s.Insts) {
+		ok := l.Off >= 0 && l.Off+4 <= l.End && l.End <= len(sn.Code)
+		switch l.To {
+		case LinkInst:
+			ok = ok && l.Target >= 0 && l.Target <= len(s.Insts)
+		case LinkHot:
+			ok = ok && hot != nil && l.Delta >= 0 && l.Delta <= int64(len(hot.Code))
+		case LinkCold:
+			ok = ok && hot == nil && sn.Cold != nil && l.Delta >= 0 && l.Delta < int64(len(sn.Cold.Code))
+		default:
+			ok = false
+		}
+		if !ok {
 			return fmt.Errorf("section %s+0x%x: inserted code has a bad link at %d", s.Elf.Name, s.Insts[i].Off, l.Off)
 		}
 	}

@@ -311,3 +311,42 @@ func TestInsertedOrder(t *testing.T) {
 		t.Errorf("Insertions = %d, want 1 (one instruction)", s.Insertions)
 	}
 }
+
+// TestColdLinks: links to a snippet's parts are checked like links to
+// instructions: to the cold part only from a snippet that has one, to
+// the hot part only from a cold part, inside the part.
+func TestColdLinks(t *testing.T) {
+	o := buildString(t, "gcc", "f.c", "int f(int x) { return x * 3 + 1; }\n", "-O2")
+	s := o.Code[0]
+	i := funcNamed(t, o, "f").Start
+	jmp := func(to ibr.LinkTo, delta int64) ibr.SnippetLink {
+		return ibr.SnippetLink{Off: 1, End: 5, To: to, Delta: delta}
+	}
+	code := []byte{0xe9, 0, 0, 0, 0}
+	pair := func(hot, cold ibr.SnippetLink) *ibr.Snippet {
+		return &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{hot}, Cold: &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{cold}}}
+	}
+	tests := []struct {
+		name string
+		sn   *ibr.Snippet
+		ok   bool
+	}{
+		{"there and back", pair(jmp(ibr.LinkCold, 0), jmp(ibr.LinkHot, 5)), true},
+		{"to the cold part without one", &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{jmp(ibr.LinkCold, 0)}}, false},
+		{"to the hot part from itself", pair(jmp(ibr.LinkHot, 0), jmp(ibr.LinkHot, 5)), false},
+		{"to the cold part from itself", pair(jmp(ibr.LinkCold, 0), jmp(ibr.LinkCold, 0)), false},
+		{"past the hot part", pair(jmp(ibr.LinkCold, 0), jmp(ibr.LinkHot, 6)), false},
+		{"to the end of the cold part", pair(jmp(ibr.LinkCold, 5), jmp(ibr.LinkHot, 5)), false},
+		{"cold part of a cold part", &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{jmp(ibr.LinkCold, 0)},
+			Cold: &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{jmp(ibr.LinkHot, 0)}, Cold: &ibr.Snippet{Code: code}}}, false},
+		{"unknown part", pair(jmp(ibr.LinkCold+1, 0), jmp(ibr.LinkHot, 5)), false},
+		{"bad relocation in the cold part", &ibr.Snippet{Code: code, Links: []ibr.SnippetLink{jmp(ibr.LinkCold, 0)},
+			Cold: &ibr.Snippet{Code: code, Relocs: []ibr.SnippetReloc{{Off: 3, Type: elf.R_X86_64_PC32, Sym: "x"}}}}, false},
+	}
+	for _, tc := range tests {
+		err := s.InsertBefore(i, tc.sn)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: InsertBefore: %v", tc.name, err)
+		}
+	}
+}

@@ -174,6 +174,9 @@ func inserted(o *ibr.Object) uint64 {
 		for i := range s.Insts {
 			for _, sn := range s.Insts[i].Inserted() {
 				n += uint64(len(sn.Code)) + uint64(len(sn.Relocs))*(24+24+32)
+				if sn.Cold != nil {
+					n += 5 + uint64(len(sn.Cold.Code)) + uint64(len(sn.Cold.Relocs))*(24+24+32)
+				}
 			}
 		}
 	}

@@ -78,7 +78,7 @@ func TestDifferential(t *testing.T) {
 			prog{"idioms", "gcc", []string{"idioms.s", "idioms_main.c"}, fl, ld},
 		)
 	}
-	for _, preset := range []string{"pad", "pad-after", "clobber"} {
+	for _, preset := range []string{"pad", "pad-after", "pad-cold", "clobber"} {
 		for _, p := range progs {
 			t.Run(preset+"/"+p.name+"/"+p.cc+strings.Join(p.flags, ""), func(t *testing.T) {
 				t.Parallel()
@@ -91,9 +91,13 @@ func TestDifferential(t *testing.T) {
 					obj := testutil.Compile(t, dir, p.cc, "../testdata/src/"+src, p.flags...)
 					orig = append(orig, obj)
 					var rf *rules.File
-					if preset == "pad-after" {
+					switch preset {
+					case "pad-after":
 						rf = presetRules(t, "pad", "seed=5", "after=true")
-					} else {
+					case "pad-cold":
+						// (after too: cold parts of code on edges)
+						rf = presetRules(t, "pad", "seed=9", "after=true", "cold=true")
+					default:
 						rf = presetRules(t, preset, "seed=3")
 					}
 					padded = append(padded, rewriteFile(t, obj, rf))

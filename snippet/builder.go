@@ -44,6 +44,20 @@ type Code struct {
 	// Labels maps each label defined with Builder.Label to its offset in
 	// Bytes. It is nil when the snippet defines no label.
 	Labels map[string]int
+	// Split is where the cold part (the code written after
+	// Builder.Cold) starts in Bytes: len(Bytes) when there is none.
+	Split int
+	// Crossings are the jumps between the hot and the cold part, which
+	// are always rel32: a caller that places the parts apart rewrites
+	// their fields.
+	Crossings []Crossing
+}
+
+// Crossing is a jump from one part of a snippet to the other: its rel32
+// field at Off, the end of the jump (what the field counts from) and the
+// offset of its target, all in Code.Bytes.
+type Crossing struct {
+	Off, End, Target int
 }
 
 // Builder collects instructions and assembles them with golang-asm.
@@ -64,8 +78,13 @@ type Builder struct {
 	nprog  int
 
 	insts  []inst
-	labels map[string]int // label -> index of the instruction it precedes
+	labels map[string]int // label -> index of the instruction it precedes (coldLabel: of cold)
 	err    error
+	// cold holds the instructions written after Cold (while inCold),
+	// which Assemble lays out after insts.
+	cold       []inst
+	inCold     bool
+	coldLabels map[string]bool // (Assemble's: the labels of cold)
 
 	// encodings holds the instructions encoded so far (encode), by the
 	// key opKey or branchSym builds in key.
@@ -154,6 +173,12 @@ func (b *Builder) Reset() {
 		b.insts[i] = inst{}
 	}
 	b.insts = b.insts[:0]
+	for i := range b.cold {
+		b.cold[i] = inst{}
+	}
+	b.cold = b.cold[:0]
+	b.inCold = false
+	clear(b.coldLabels)
 	b.keys = b.keys[:0]
 	clear(b.labels)
 	b.err = nil
@@ -188,8 +213,15 @@ func (b *Builder) newProg() *obj.Prog {
 }
 
 func (b *Builder) push(in inst) {
+	if b.inCold {
+		b.cold = append(b.cold, in)
+		return
+	}
 	b.insts = append(b.insts, in)
 }
+
+// coldLabel marks a label of the cold part in Builder.labels.
+const coldLabel = 1 << 30
 
 // Label defines name at the position of the next instruction (or the end of
 // the snippet). Labels are local to the snippet; jump to them with Jmp and
@@ -202,8 +234,24 @@ func (b *Builder) Label(name string) {
 		b.fail("label %q defined twice", name)
 		return
 	}
+	if b.inCold {
+		b.labels[name] = coldLabel | len(b.cold)
+		return
+	}
 	b.labels[name] = len(b.insts)
 }
+
+// Cold makes the instructions and labels that follow, until Hot, part of
+// the snippet's cold part: code that runs rarely, which Assemble lays out
+// after all the others (Code.Split) for a caller to place out of line.
+// Control must not fall from one part into the other: the hot part ends
+// where the code it was inserted before starts, and the cold part ends
+// with a jump. Jumps from one part to the other are rel32 (listed in
+// Code.Crossings).
+func (b *Builder) Cold() { b.inCold = true }
+
+// Hot makes the instructions that follow part of the hot part again.
+func (b *Builder) Hot() { b.inCold = false }
 
 // Bytes appends raw machine code. It must not contain relocated fields.
 func (b *Builder) Bytes(code ...byte) {
@@ -519,6 +567,22 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 	if b.err != nil {
 		return Code{}, b.err
 	}
+	// The cold part after the hot one; labels become indices into both.
+	nHot := len(b.insts)
+	if len(b.cold) > 0 || len(b.labels) > 0 {
+		b.insts = append(b.insts, b.cold...)
+		for name, i := range b.labels {
+			if i&coldLabel != 0 {
+				b.labels[name] = nHot + i&^coldLabel
+				if b.coldLabels == nil {
+					b.coldLabels = make(map[string]bool)
+				}
+				b.coldLabels[name] = true
+			}
+		}
+	}
+	// crosses reports whether jump i goes from one part to the other.
+	crosses := func(i int) bool { return (i >= nHot) != b.coldLabels[b.insts[i].label] }
 	n := len(b.insts)
 	b.enc = slices.Grow(b.enc[:0], n)[:n]
 	enc := b.enc
@@ -545,6 +609,11 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 	b.long = slices.Grow(b.long[:0], n)[:n]
 	at, long := b.at, b.long
 	clear(long)
+	for i := range b.insts {
+		if enc[i] == nil && crosses(i) {
+			long[i] = true
+		}
+	}
 	size := func(i int) int {
 		switch {
 		case enc[i] != nil:
@@ -592,6 +661,9 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 		e := enc[i]
 		if e == nil {
 			code.Bytes = appendJump(code.Bytes, in.p.As, long[i], at[b.labels[in.label]]-at[i+1])
+			if crosses(i) {
+				code.Crossings = append(code.Crossings, Crossing{Off: at[i+1] - 4, End: at[i+1], Target: at[b.labels[in.label]]})
+			}
 			continue
 		}
 		code.Bytes = append(code.Bytes, e.bytes...)
@@ -629,6 +701,7 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 			code.Labels[name] = at[i]
 		}
 	}
+	code.Split = at[nHot]
 	return code, nil
 }
 

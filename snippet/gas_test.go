@@ -3,6 +3,7 @@ package snippet
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -497,6 +498,53 @@ var gasCases = []gasCase{
 		`,
 	},
 	{
+		// A cold part written in two pieces, between and after the hot
+		// code: laid out after all of it, jumps between the parts long
+		// even where short would reach, jumps inside a part short.
+		name: "cold-part",
+		build: func(b *Builder) {
+			b.CmpQ(RAX, Mem(RDI, 8))
+			b.Jcc(CondNE, "miss")
+			b.Label("same")
+			b.Cold()
+			b.Label("miss")
+			b.TestQ(RAX, RAX)
+			b.Jcc(CondE, "zero")
+			b.MovQ(RAX, Mem(RDI, 8))
+			b.Label("zero")
+			b.Jmp("same")
+			b.Hot()
+			b.IncQ(RCX)
+			b.Jcc(CondB, "cross")
+			b.Jmp("end")
+			b.Label("end")
+			b.Cold()
+			b.Label("cross")
+			b.CallSym("stub")
+			b.Jcc(CondE, "same")
+			b.Jmp("end")
+		},
+		gas: `
+			cmpq %rax, 8(%rdi)
+			{disp32} jne miss
+			same:
+			incq %rcx
+			{disp32} jb cross
+			jmp end
+			end:
+			miss:
+			testq %rax, %rax
+			je zero
+			movq %rax, 8(%rdi)
+			zero:
+			{disp32} jmp same
+			cross:
+			call stub
+			{disp32} je same
+			{disp32} jmp end
+		`,
+	},
+	{
 		// The first jump reaches its label short until the second one,
 		// in between, grows: sizing must go round again.
 		name: "jump-cascade",
@@ -781,5 +829,50 @@ func compareDecoded(t *testing.T, got, want Code) {
 	}
 	if len(got.Relocs) != len(gr) || len(want.Relocs) != len(wr) {
 		t.Errorf("relocations outside decoded instructions")
+	}
+}
+
+// TestColdPart checks where the cold part starts and the jumps between
+// the parts that Assemble reports, against gas's labels for the same
+// code (gasCases' cold-part).
+func TestColdPart(t *testing.T) {
+	var c gasCase
+	for _, gc := range gasCases {
+		if gc.name == "cold-part" {
+			c = gc
+		}
+	}
+	got, err := assembleCase(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gasAssemble(t, c.gas, nil)
+	l := want.Labels
+	if got.Split != l["miss"] {
+		t.Errorf("Split = %d, want %d (label miss)", got.Split, l["miss"])
+	}
+	// The crossings in code order: jne miss, jb cross (hot); jmp same,
+	// je same, jmp end (cold).
+	targets := []int{l["miss"], l["cross"], l["same"], l["same"], l["end"]}
+	if len(got.Crossings) != len(targets) {
+		t.Fatalf("crossings %v, want %d", got.Crossings, len(targets))
+	}
+	for k, x := range got.Crossings {
+		rel := int(int32(binary.LittleEndian.Uint32(got.Bytes[x.Off:])))
+		if x.Target != targets[k] || x.End-x.Off != 4 || x.End+rel != x.Target {
+			t.Errorf("crossing %d: %+v (rel %d), want target %d", k, x, rel, targets[k])
+		}
+	}
+	// No cold part: Split is the end, nothing crosses.
+	b := New()
+	b.Jcc(CondE, "x")
+	b.IncQ(RAX)
+	b.Label("x")
+	plain, err := b.Assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Split != len(plain.Bytes) || plain.Crossings != nil {
+		t.Errorf("without a cold part: Split %d of %d bytes, crossings %v", plain.Split, len(plain.Bytes), plain.Crossings)
 	}
 }

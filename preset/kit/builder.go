@@ -247,37 +247,64 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	if err != nil {
 		return nil, err
 	}
-	sn := &ibr.Snippet{Code: code.Bytes}
-	if n := len(code.Relocs) + len(b.fields); n > 0 {
+	split := code.Split
+	sn := &ibr.Snippet{Code: code.Bytes[:split:split]}
+	if split < len(code.Bytes) {
+		sn.Cold = &ibr.Snippet{Code: code.Bytes[split:]}
+	}
+	// part returns the part offset off of the code is in, and off from
+	// its start.
+	part := func(off int) (*ibr.Snippet, int) {
+		if off >= split {
+			return sn.Cold, off - split
+		}
+		return sn, off
+	}
+	if n := len(code.Relocs) + len(b.fields); n > 0 && sn.Cold == nil {
 		sn.Relocs = make([]ibr.SnippetReloc, 0, n)
 	}
 	b.labels = code.Labels
 	for _, r := range code.Relocs {
+		p, off := part(r.Off)
 		u, ok := b.uses[r.Sym]
 		if !ok {
-			sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: r.Off, Type: r.Type, Sym: r.Sym, Addend: r.Addend})
+			p.Relocs = append(p.Relocs, ibr.SnippetReloc{Off: off, Type: r.Type, Sym: r.Sym, Addend: r.Addend})
 			continue
 		}
 		switch u.ref.kind {
 		case refIndexed:
-			sn.Relocs = append(sn.Relocs, ibr.SnippetReloc{Off: r.Off, Type: r.Type, SymIndex: u.ref.index, Addend: r.Addend})
+			p.Relocs = append(p.Relocs, ibr.SnippetReloc{Off: off, Type: r.Type, SymIndex: u.ref.index, Addend: r.Addend})
 		case refLink:
 			if r.Type != elf.R_X86_64_PC32 {
 				return nil, fmt.Errorf("kit: a link as %v", r.Type)
 			}
 			// The addend is the operand's offset minus the distance
 			// from the field to the end of its instruction.
-			sn.Links = append(sn.Links, ibr.SnippetLink{Off: r.Off, End: r.Off + int(u.off-r.Addend), Target: u.ref.target, Delta: u.ref.delta + u.off})
+			p.Links = append(p.Links, ibr.SnippetLink{Off: off, End: off + int(u.off-r.Addend), Target: u.ref.target, Delta: u.ref.delta + u.off})
 		}
 	}
 	for _, f := range b.fields {
-		r := ibr.SnippetReloc{Off: code.Labels[f.label] + f.at, Type: f.typ, Addend: f.addend}
+		p, off := part(code.Labels[f.label] + f.at)
+		r := ibr.SnippetReloc{Off: off, Type: f.typ, Addend: f.addend}
 		if f.ref.kind == refIndexed {
 			r.SymIndex = f.ref.index
 		} else {
 			r.Sym = f.ref.name
 		}
-		sn.Relocs = append(sn.Relocs, r)
+		p.Relocs = append(p.Relocs, r)
+	}
+	// Jumps between the parts become links to the other part.
+	for _, c := range code.Crossings {
+		p, off := part(c.Off)
+		l := ibr.SnippetLink{Off: off, End: off + c.End - c.Off, To: ibr.LinkCold, Delta: int64(c.Target - split)}
+		if p == sn.Cold {
+			l.To, l.Delta = ibr.LinkHot, int64(c.Target)
+		}
+		if sn.Cold == nil || l.Delta < 0 {
+			return nil, fmt.Errorf("kit: a jump to the end of an empty cold part")
+		}
+		clear(p.Code[off : off+4]) // (emit fills it in; what the assembler put is for the parts together)
+		p.Links = append(p.Links, l)
 	}
 	if len(sn.Relocs) == 0 {
 		sn.Relocs = nil // (only links)
@@ -286,7 +313,8 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 }
 
 // Labels returns the offsets of the labels (Label) of the snippet last
-// assembled, nil if it had none. (Made on demand: presets ask for few
+// assembled, nil if it had none. Offsets from Split on are in the cold
+// part, Split bytes after its start. (Made on demand: presets ask for few
 // snippets' labels.)
 func (b *Builder) Labels() map[string]int {
 	var out map[string]int

@@ -446,6 +446,65 @@ func TestReferences(t *testing.T) {
 	}
 }
 
+// TestColdPart checks the two snippets Assemble makes of code with a cold
+// part: each part's bytes as gas assembles them alone, relocations and
+// links in the part whose bytes they patch, and jumps between the parts as
+// links to the other part.
+func TestColdPart(t *testing.T) {
+	b := kit.NewBuilder()
+	b.CmpQ(snippet.RAX, b.RIP(kit.Indexed(3), 0))
+	b.Jcc(snippet.CondNE, "miss")
+	b.Label("same")
+	b.Cold()
+	b.Label("miss")
+	b.LeaQ(b.RIP(kit.Link(7, 2), 0), snippet.RCX)
+	b.Field([]byte{0x0f, 0x1f, 0x05, 0, 0, 0, 0}, 3, elf.R_X86_64_PC32, kit.Named("site"), -4)
+	b.Call(snippet.GOTPCRELX("stub"))
+	b.Jmp("same")
+	b.Hot()
+	b.IncQ(snippet.RAX)
+	sn, err := b.Assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (gas's jumps to the end are rel32 0, as the links' fields are.)
+	hot, _ := gas(t, "cmp %rax,0(%rip)\n{disp32} jne 0f\n0:\nincq %rax")
+	cold, _ := gas(t, "lea 0(%rip),%rcx\nnopl 0(%rip)\ncall *0(%rip)\n{disp32} jmp 0f\n0:")
+	if sn.Cold == nil {
+		t.Fatalf("no cold part: % x", sn.Code)
+	}
+	if fmt.Sprintf("% x", sn.Code) != fmt.Sprintf("% x", hot) || fmt.Sprintf("% x", sn.Cold.Code) != fmt.Sprintf("% x", cold) {
+		t.Errorf("code\n got % x | % x\nwant % x | % x", sn.Code, sn.Cold.Code, hot, cold)
+	}
+	wantHot := ibr.Snippet{
+		Relocs: []ibr.SnippetReloc{{Off: 3, Type: elf.R_X86_64_PC32, SymIndex: 3, Addend: -4}},
+		Links:  []ibr.SnippetLink{{Off: 9, End: 13, To: ibr.LinkCold}},
+	}
+	wantCold := ibr.Snippet{
+		Relocs: []ibr.SnippetReloc{
+			{Off: 16, Type: elf.R_X86_64_GOTPCRELX, Sym: "stub", Addend: -4},
+			{Off: 10, Type: elf.R_X86_64_PC32, Sym: "site", Addend: -4},
+		},
+		Links: []ibr.SnippetLink{
+			{Off: 3, End: 7, Target: 7, Delta: 2},
+			{Off: 21, End: 25, To: ibr.LinkHot, Delta: 13},
+		},
+	}
+	if !reflect.DeepEqual(sn.Relocs, wantHot.Relocs) || !reflect.DeepEqual(sn.Links, wantHot.Links) {
+		t.Errorf("hot part: relocations %+v links %+v\nwant %+v %+v", sn.Relocs, sn.Links, wantHot.Relocs, wantHot.Links)
+	}
+	if !reflect.DeepEqual(sn.Cold.Relocs, wantCold.Relocs) || !reflect.DeepEqual(sn.Cold.Links, wantCold.Links) {
+		t.Errorf("cold part: relocations %+v links %+v\nwant %+v %+v", sn.Cold.Relocs, sn.Cold.Links, wantCold.Relocs, wantCold.Links)
+	}
+	// A jump into an empty cold part is an error, not a link to nothing.
+	b.Jcc(snippet.CondE, "nowhere")
+	b.Cold()
+	b.Label("nowhere")
+	if sn, err := b.Assemble(); err == nil {
+		t.Errorf("a jump to an empty cold part: no error (% x)", sn.Code)
+	}
+}
+
 func TestReferenceErrors(t *testing.T) {
 	tests := []struct {
 		name  string

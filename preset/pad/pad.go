@@ -30,6 +30,8 @@ func (Preset) Spec() rules.PresetSpec {
 				"longest NOP to insert, in bytes"),
 			rules.BoolParam("after", false,
 				"also insert NOPs after every instruction that can fall through, on the fall-through path only (exercises code on edges)"),
+			rules.BoolParam("cold", false,
+				"at half the places (pseudo-randomly), insert a jump to the NOPs placed out of line, after the function, and a jump back (exercises code out of line)"),
 		},
 	}
 }
@@ -50,24 +52,53 @@ func (session) Apply(funcs []*ibr.Func, params rules.Params, warn func(string)) 
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// One snippet per length, shared: snippets are never modified.
 	snips := make([]*ibr.Snippet, maxlen+1)
+	var colds []*ibr.Snippet
+	cold := params.Bool("cold")
+	if cold {
+		colds = make([]*ibr.Snippet, maxlen+1)
+	}
 	for n := 1; n <= maxlen; n++ {
 		snips[n] = &ibr.Snippet{Code: kit.Nops(n)}
+		if cold {
+			colds[n] = outOfLine(n)
+		}
+	}
+	pick := func() *ibr.Snippet {
+		n := 1 + rng.IntN(maxlen)
+		if cold && rng.IntN(2) == 0 {
+			return colds[n]
+		}
+		return snips[n]
 	}
 	after := params.Bool("after")
 	for _, fn := range funcs {
 		s := fn.Section
 		for i := fn.Start; i < fn.End; i++ {
 			if s.CanInsertBefore(i) {
-				if err := s.InsertBefore(i, snips[1+rng.IntN(maxlen)]); err != nil {
+				if err := s.InsertBefore(i, pick()); err != nil {
 					return err
 				}
 			}
 			if after && i+1 < fn.End && kit.FallThrough(s, i) {
-				if err := s.InsertAfter(i, snips[1+rng.IntN(maxlen)]); err != nil {
+				if err := s.InsertAfter(i, pick()); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// outOfLine returns a snippet that jumps to n bytes of NOPs in its cold
+// part, which jumps back to the end of the jump.
+func outOfLine(n int) *ibr.Snippet {
+	jmp := []byte{0xe9, 0, 0, 0, 0}
+	return &ibr.Snippet{
+		Code:  jmp,
+		Links: []ibr.SnippetLink{{Off: 1, End: 5, To: ibr.LinkCold}},
+		Cold: &ibr.Snippet{
+			Code:  append(kit.Nops(n), jmp...),
+			Links: []ibr.SnippetLink{{Off: n + 1, End: n + 5, To: ibr.LinkHot, Delta: 5}},
+		},
+	}
 }

@@ -2,7 +2,8 @@
 # short branches that stop reaching once code grows, loop/jrcxz (no rel32
 # form), a branch that skips a lock prefix (glibc), data inside a code
 # section (STT_OBJECT), RIP-relative references to it and to a VEX
-# operand, and a local function called without relocation.
+# operand, a local function called without relocation, and a function
+# that falls through into the next.
 	.text
 	.globl	sum_loop
 	.type	sum_loop, @function
@@ -84,4 +85,25 @@ far_branches:
 3:	subq	$7, %rax
 4:	ret
 	.size	far_branches, .-far_branches
+
+	.globl	fall_into
+	.type	fall_into, @function
+# long fall_into(long x): x+12 (x > 0: 2 more): past its last
+# instruction it runs on into add_ten, which adds 10. Code placed after a
+# function must not be in the way of one that falls through.
+fall_into:
+	leaq	1(%rdi), %rax
+	testq	%rdi, %rdi
+	jle	1f
+	addq	$2, %rax
+1:	incq	%rax
+	.size	fall_into, .-fall_into
+
+	.globl	add_ten
+	.type	add_ten, @function
+# add_ten: rax += 10 (reached only from fall_into).
+add_ten:
+	addq	$10, %rax
+	ret
+	.size	add_ten, .-add_ten
 	.section	.note.GNU-stack,"",@progbits
