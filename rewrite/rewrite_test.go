@@ -54,9 +54,9 @@ func rewriteFile(t *testing.T, obj string, rf *rules.File) string {
 	return p
 }
 
-// TestDifferential rewrites programs with the pad preset (code moves) and
-// the clobber preset (liveness is right) and checks that they print exactly
-// what the originals print.
+// TestDifferential rewrites programs with the pad preset (code moves; with
+// cold, out of line too) and the clobber preset (liveness is right) and
+// checks that they print exactly what the originals print.
 func TestDifferential(t *testing.T) {
 	type prog struct {
 		name, cc string

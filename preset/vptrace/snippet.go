@@ -538,14 +538,16 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 		}
 		// check compares the page of the access's first byte, in rs,
-		// with the slot (the partner's first) and, on a miss, probes
-		// the cache or calls the stub; a match jumps to label same.
-		// bind: same is bound after the code, else the caller binds it
-		// further on and the code falls through to what follows (a hit
-		// so skips a jump to it).
-		check := func(same string, bind bool) {
+		// with the slot (the partner's first) and goes on to label
+		// same, which it binds after itself, when they match. On a
+		// miss it probes the cache or calls the stub, out of line (the
+		// snippet's cold part), and jumps back to same: the hit path
+		// is a compare and a jump not taken, and a loop of sites stays
+		// dense.
+		check := func(same string) {
 			if exact {
 				call(stub)
+				b.Label(same)
 				return
 			}
 			if s.partner != 0 {
@@ -558,7 +560,11 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.Jcc(snippet.CondE, same)
 			}
 			b.CmpQ(rs, slot)
-			b.Jcc(snippet.CondE, same)
+			b.Jcc(snippet.CondNE, "miss."+same)
+			b.Label(same)
+			b.Cold()
+			defer b.Hot()
+			b.Label("miss." + same)
 			regs, reuse := probeRegs, avail
 			var reload func()
 			if probeS != nil {
@@ -610,9 +616,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if probeRegs == nil {
 				call(stub)
 				b.MovQ(rs, slot)
-				if bind {
-					b.Label(same)
-				}
+				b.Jmp(same)
 				return
 			}
 			// The slot first: the probe may reuse its base register.
@@ -623,22 +627,20 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.CallGOT(stub)
 				st.siteNop(k)
 			}, reload)
-			if bind {
-				b.Label(same)
-			}
+			b.Jmp(same)
 		}
 		switch {
 		case carry:
 			straddleCheck(b, rs, s.hi-s.lo, "cross")
 			b.ShrQ(snippet.Imm(16), rs)
-			check("done", false)
-			b.Jmp("done")
+			check("done")
 			// The bytes cross into the next page, which they do at
 			// (n-1)/4096 of the addresses: both pages through the
 			// stub, the first only where the slot lacks it, the
 			// second (which has no slot) always. No cache probe,
 			// second slot or partner here: for what is rare they
-			// would double the site's code.
+			// would double the site's code. Out of line.
+			b.Cold()
 			b.Label("cross")
 			b.ShrQ(snippet.Imm(16), rs)
 			if !exact {
@@ -650,18 +652,25 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.Label("same2")
 			b.IncQ(rs)
 			call(stub)
-			b.Label("done")
+			b.Jmp("done")
+			b.Hot()
 		case s.twoPages:
 			b.ShrQ(snippet.Imm(12), rs)
 			b.ShrQ(snippet.Imm(12), rt)
-			check("same", true)
+			check("same")
+			// The last byte's page, where it is not the first's
+			// (rare), out of line.
 			b.CmpQ(rt, rs)
-			b.Jcc(snippet.CondE, "one")
-			call("vpt_slow_" + free[1].String())
+			b.Jcc(snippet.CondNE, "two")
 			b.Label("one")
+			b.Cold()
+			b.Label("two")
+			call("vpt_slow_" + free[1].String())
+			b.Jmp("one")
+			b.Hot()
 		default:
 			b.ShrQ(snippet.Imm(12), rs)
-			check("same", true)
+			check("same")
 		}
 	}
 	if flagsLive {
