@@ -77,6 +77,7 @@ func Emit(o *ibr.Object, warn func(string)) error {
 	for idx, d := range newData {
 		f.Sections[idx].Data = d
 		f.Sections[idx].Size = uint64(len(d))
+		f.Sections[idx].Align = max(f.Sections[idx].Align, maps[idx].align)
 	}
 	if err := addSnippetRelocs(f, maps); err != nil {
 		return err
