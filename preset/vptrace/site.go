@@ -61,6 +61,12 @@ type site struct {
 	// slot is the site's last-page slot, second its second slot or -1
 	// (objState.addSite).
 	slot, second int
+	// scattered: the site is in a loop and its address comes from a
+	// value the loop loads (a look-up keyed by data, a pointer chase,
+	// not in a small table): its slot mostly misses, so the cache probe
+	// stays inline, where a slot miss that hits the cache costs no jump
+	// out of line and back (objState.scattered).
+	scattered bool
 }
 
 // dynStep is the step of a sweep as a loop-invariant register times a

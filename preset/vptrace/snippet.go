@@ -46,6 +46,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	second := !exact && !s.rep && kindBits(s.kind) != 0 &&
 		(st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0 || st.smallTable(s, g))
 	k := st.addSite(s, second)
+	s.scattered = !second && st.analysis.Info(g.BlockOf(s.inst)).LoopDepth > 0 && st.scattered(s, g)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -93,6 +94,56 @@ func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
 		return ok && e.Partial&(1<<idx) == 0 && bound < 2*abi.PageSize && (bound+1)*uint64(m.Scale) <= 2*abi.PageSize
 	}
 	return false
+}
+
+// scattered reports whether a register of s's address, in the innermost
+// loop around s, comes from a value the loop loads from memory: defined
+// there by an instruction that reads memory other than a stack slot (a
+// spilled variable), or computed there (a hash, a scaled index, a
+// pointer's field) from registers that are, followed to a fixed point
+// over the loop's instructions in any order. It only chooses where the
+// site's code after a slot miss goes.
+func (st *objState) scattered(s *site, g *cfg.Graph) bool {
+	l := innermost(st.analysis.Loops[g], g.BlockOf(s.inst).Index)
+	if l == nil {
+		return false
+	}
+	want := kit.AddrRegs(s.acc.Mem)
+	for grown := true; grown; {
+		grown = false
+		for _, bi := range l.Nodes {
+			b := g.Blocks[bi]
+			for i := b.Start; i < b.End; i++ {
+				e := st.live[g].Effect(i)
+				if (e.Def|e.Partial)&want == 0 {
+					continue
+				}
+				a := g.Sec.Asm(i)
+				if a.Op == x86asm.LEA {
+					// (an address, computed)
+				} else if m, ok := memArg(a); ok {
+					if m.Base != x86asm.RSP && m.Base != x86asm.RBP {
+						return true
+					}
+					continue // (a stack slot: not followed)
+				}
+				if w := want | e.Use&^(1<<effect.RSP); w != want {
+					want, grown = w, true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// memArg returns a's memory operand, if it has one.
+func memArg(a *x86asm.Inst) (x86asm.Mem, bool) {
+	for _, arg := range a.Args {
+		if m, ok := arg.(x86asm.Mem); ok {
+			return m, true
+		}
+	}
+	return x86asm.Mem{}, false
 }
 
 // indexBound returns the largest value instruction a leaves in register
@@ -560,11 +611,17 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.Jcc(snippet.CondE, same)
 			}
 			b.CmpQ(rs, slot)
-			b.Jcc(snippet.CondNE, "miss."+same)
-			b.Label(same)
-			b.Cold()
-			defer b.Hot()
-			b.Label("miss." + same)
+			if s.scattered {
+				// (inline, as the listings show it)
+				b.Jcc(snippet.CondE, same)
+				defer b.Label(same)
+			} else {
+				b.Jcc(snippet.CondNE, "miss."+same)
+				b.Label(same)
+				b.Cold()
+				defer b.Hot()
+				b.Label("miss." + same)
+			}
 			regs, reuse := probeRegs, avail
 			var reload func()
 			if probeS != nil {
@@ -613,10 +670,15 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 					}
 				}
 			}
+			back := func() {
+				if !s.scattered {
+					b.Jmp(same)
+				}
+			}
 			if probeRegs == nil {
 				call(stub)
 				b.MovQ(rs, slot)
-				b.Jmp(same)
+				back()
 				return
 			}
 			// The slot first: the probe may reuse its base register.
@@ -627,7 +689,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.CallGOT(stub)
 				st.siteNop(k)
 			}, reload)
-			b.Jmp(same)
+			back()
 		}
 		switch {
 		case carry:
