@@ -253,6 +253,10 @@ func (b *Builder) Cold() { b.inCold = true }
 // Hot makes the instructions that follow part of the hot part again.
 func (b *Builder) Hot() { b.inCold = false }
 
+// IsCold reports whether the instructions that follow go into the cold
+// part (between Cold and Hot).
+func (b *Builder) IsCold() bool { return b.inCold }
+
 // Bytes appends raw machine code. It must not contain relocated fields.
 func (b *Builder) Bytes(code ...byte) {
 	if len(code) == 0 {

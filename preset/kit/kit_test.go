@@ -2,6 +2,7 @@ package kit_test
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -309,6 +311,39 @@ func relocLines(sn *ibr.Snippet) []string {
 	return rs
 }
 
+// joined returns sn with its cold part, if any, placed right after it:
+// the jumps between the parts resolved, the cold part's relocations
+// after the hot part's, as gas assembles the two written one after the
+// other (a jump from the cold part to the hot part's end lands there).
+func joined(t *testing.T, sn *ibr.Snippet) *ibr.Snippet {
+	t.Helper()
+	if sn.Cold == nil {
+		return sn
+	}
+	n := len(sn.Code)
+	out := &ibr.Snippet{Code: append(slices.Clone(sn.Code), sn.Cold.Code...), Relocs: slices.Clone(sn.Relocs)}
+	for _, r := range sn.Cold.Relocs {
+		r.Off += n
+		out.Relocs = append(out.Relocs, r)
+	}
+	patch := func(l ibr.SnippetLink, at, to int) {
+		binary.LittleEndian.PutUint32(out.Code[at+l.Off:], uint32(int32(to-(at+l.End))))
+	}
+	for _, l := range sn.Links {
+		if l.To != ibr.LinkCold {
+			t.Fatalf("hot part: link %+v", l)
+		}
+		patch(l, 0, n+int(l.Delta))
+	}
+	for _, l := range sn.Cold.Links {
+		if l.To != ibr.LinkHot {
+			t.Fatalf("cold part: link %+v", l)
+		}
+		patch(l, n, int(l.Delta))
+	}
+	return out
+}
+
 // TestAgainstGas compares the code kit emits itself (saving registers,
 // reaching TLS slots in every model, calling through the GOT) with what
 // GNU as makes of the same instructions.
@@ -343,18 +378,33 @@ func TestAgainstGas(t *testing.T) {
 		{"initial-exec", func(b *kit.Builder) {
 			b.MovQ(snippet.RAX, ie.At(b, 3, snippet.RCX, true, false))
 		}, `mov slots@gottpoff(%rip),%rcx; mov %rax,%fs:24(%rcx)`},
+		// (The call that maps the array goes into the cold part, here
+		// after the hot one.)
 		{"indirect write", func(b *kit.Builder) {
 			b.MovQ(snippet.RAX, ind.At(b, 3, snippet.RCX, true, false))
-		}, `1: mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; test %rcx,%rcx; jne 2f
-		    lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; jmp 1b
-		    2: mov %rax,24(%rcx)`},
+		}, `1: mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; test %rcx,%rcx; {disp32} je 3f
+		    2: mov %rax,24(%rcx)
+		    3: lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; {disp32} jmp 1b`},
 		{"indirect write, stepped, twice", func(b *kit.Builder) {
 			b.MovQ(snippet.RAX, ind.At(b, 1, snippet.RCX, true, true))
 			b.MovQ(snippet.RDX, ind.At(b, 2, snippet.RSI, true, true))
-		}, `1: mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; test %rcx,%rcx; jne 2f; call setup; jmp 1b
+		}, `1: mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; test %rcx,%rcx; {disp32} je 5f
 		    2: mov %rax,8(%rcx)
-		    3: mov word@gottpoff(%rip),%rsi; mov %fs:(%rsi),%rsi; test %rsi,%rsi; jne 4f; call setup; jmp 3b
-		    4: mov %rdx,16(%rsi)`},
+		    3: mov word@gottpoff(%rip),%rsi; mov %fs:(%rsi),%rsi; test %rsi,%rsi; {disp32} je 6f
+		    4: mov %rdx,16(%rsi)
+		    5: call setup; {disp32} jmp 1b
+		    6: call setup; {disp32} jmp 3b`},
+		{"indirect write in cold code", func(b *kit.Builder) {
+			b.Jcc(snippet.CondE, "cold")
+			b.Label("back")
+			b.Cold()
+			b.Label("cold")
+			b.MovQ(snippet.RAX, ind.At(b, 3, snippet.RCX, true, false))
+			b.Jmp("back")
+		}, `{disp32} je 3f
+		    3: 1: mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; test %rcx,%rcx; jne 2f
+		    lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; jmp 1b
+		    2: mov %rax,24(%rcx); {disp32} jmp 3b`}, // (back: the hot part's end)
 		{"indirect read", func(b *kit.Builder) {
 			b.MovQ(ind.At(b, 3, snippet.RCX, false, false), snippet.RAX)
 		}, `mov word@gottpoff(%rip),%rcx; mov %fs:(%rcx),%rcx; mov 24(%rcx),%rax`},
@@ -371,6 +421,7 @@ func TestAgainstGas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			sn = joined(t, sn)
 			code, rs := gas(t, strings.ReplaceAll(tc.gas, ";", "\n"))
 			if fmt.Sprintf("% x", sn.Code) != fmt.Sprintf("% x", code) {
 				t.Errorf("code\n got % x\nwant % x", sn.Code, code)

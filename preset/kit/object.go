@@ -107,6 +107,9 @@ func (x *Object) SetSymbol(name string, value, size uint64) error {
 // is not in a section of the original code.
 func (x *Object) SetCode(sec int, code *ibr.Snippet) error {
 	f := x.File
+	if code.Cold != nil {
+		return fmt.Errorf("code of its own for %s has a cold part (Builder.Cold): a section's own code is laid out as written", f.Sections[sec].Name)
+	}
 	if len(code.Links) > 0 {
 		return fmt.Errorf("code of its own for %s refers to original code without relocation", f.Sections[sec].Name)
 	}

@@ -123,16 +123,29 @@ func (s Slots) At(b *Builder, k int, u snippet.Reg, write, stepped bool) snippet
 // array loads into u this thread's slot array from the TLS word; while
 // the word is 0 it calls Setup and loads again:
 //
-//	1: mov sym@gottpoff(%rip),u; mov %fs:(u),u; test u,u; jnz 2f
-//	   lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; jmp 1b
-//	2:
+//	1: mov sym@gottpoff(%rip),u; mov %fs:(u),u; test u,u; jz 3f
+//	2: ...
+//	3: lea -128(%rsp),%rsp; call setup; lea 128(%rsp),%rsp; jmp 1b
+//
+// The call, which a thread makes once, goes into the snippet's cold part
+// (inline where the code is cold already).
 func (s Slots) array(b *Builder, u snippet.Reg, stepped bool) {
-	load, ok := b.label("slots"), b.label("slotsok")
+	load, setup := b.label("slots"), b.label("slotsetup")
 	b.Label(load)
 	b.MovQ(snippet.GOTTPOFF(s.Sym), u)
 	b.MovQ(snippet.Mem(u, 0).Seg(snippet.FS), u)
 	b.TestQ(u, u)
-	b.Jcc(snippet.CondNE, ok)
+	cold := b.IsCold()
+	var ok string
+	if cold {
+		ok = b.label("slotsok")
+		b.Jcc(snippet.CondNE, ok)
+	} else {
+		b.Jcc(snippet.CondE, setup)
+		b.Cold()
+		defer b.Hot()
+	}
+	b.Label(setup)
 	if !stepped {
 		b.LeaQ(snippet.Mem(snippet.RSP, -RedZone), snippet.RSP)
 	}
@@ -141,7 +154,9 @@ func (s Slots) array(b *Builder, u snippet.Reg, stepped bool) {
 		b.LeaQ(snippet.Mem(snippet.RSP, RedZone), snippet.RSP)
 	}
 	b.Jmp(load)
-	b.Label(ok)
+	if cold {
+		b.Label(ok)
+	}
 }
 
 // MayBeShared reports whether the object f may end up in a shared
