@@ -91,8 +91,9 @@ type Builder struct {
 	encodings map[string]*encoded
 	lsyms     map[string]*obj.LSym // lsym
 	keys      []byte               // the keys of the snippet's instructions inst did not find
-	// AssembleReusing's Relocs and Labels
+	// AssembleReusing's Relocs, Crossings and Labels
 	relocBuf []Reloc
+	crossBuf []Crossing
 	labelBuf map[string]int
 	key      []byte
 	// scratch of Assemble and encode, reused
@@ -559,11 +560,11 @@ func (b *Builder) addr(o *Operand, dispPH int32) obj.Addr {
 // its label long from then on, until nothing changes.
 func (b *Builder) Assemble() (code Code, err error) { return b.assemble(false) }
 
-// AssembleReusing is Assemble, but the Relocs and Labels of the Code it
-// returns are the Builder's own, valid until its next Assemble,
-// AssembleReusing or Reset: for a caller that turns them into something
-// else right away (preset/kit), which saves making them for every
-// snippet. Bytes are the caller's, as with Assemble.
+// AssembleReusing is Assemble, but the Relocs, Crossings and Labels of
+// the Code it returns are the Builder's own, valid until its next
+// Assemble, AssembleReusing or Reset: for a caller that turns them into
+// something else right away (preset/kit), which saves making them for
+// every snippet. Bytes are the caller's, as with Assemble.
 func (b *Builder) AssembleReusing() (code Code, err error) { return b.assemble(true) }
 
 func (b *Builder) assemble(reuse bool) (code Code, err error) {
@@ -660,6 +661,9 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 	case nrel > 0:
 		code.Relocs = make([]Reloc, 0, nrel)
 	}
+	if reuse && nHot < n {
+		code.Crossings = b.crossBuf[:0]
+	}
 	for i := range b.insts {
 		in := &b.insts[i]
 		e := enc[i]
@@ -690,6 +694,9 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 		if len(code.Relocs) == 0 {
 			code.Relocs = nil // (as Assemble's)
 		}
+	}
+	if reuse && code.Crossings != nil {
+		b.crossBuf = code.Crossings[:0]
 	}
 	if len(b.labels) > 0 {
 		if reuse {

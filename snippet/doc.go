@@ -31,6 +31,11 @@
 //     one-byte prefix (0x64/0x65) before the instruction, which is the same
 //     encoding gas produces.
 //
+// Code written between Cold and Hot is the snippet's cold part, which
+// runs rarely (a miss path): Assemble lays it out after the rest
+// (Code.Split) and makes every jump between the parts rel32 (listed in
+// Code.Crossings), so that a caller may place it out of line.
+//
 // Operands are written in AT&T order (source, destination) by all helpers;
 // only Inst uses Go assembly order. Instructions that golang-asm does not
 // know can be written with Bytes.

@@ -237,7 +237,10 @@ func (b *Builder) JmpGOT(sym string) { b.Inst(obj.AJMP, snippet.GOTPCRELX(sym)) 
 // snippet, with a relocation for every reference to a symbol (SymIndex
 // for Indexed ones, Sym for names) and a link for every reference to a
 // place in the section, and resets the Builder. Relocations come in code
-// order, then those of Field in the order of the calls.
+// order, then those of Field in the order of the calls. Code written
+// between Cold and Hot goes into the snippet's Cold part, with its own
+// relocations and links; jumps between the parts become links to the
+// other part.
 func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	defer b.reset()
 	code, err := b.Builder.AssembleReusing() // (its Relocs and Labels until the next)
@@ -260,10 +263,37 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		}
 		return sn, off
 	}
-	if n := len(code.Relocs) + len(b.fields); n > 0 && sn.Cold == nil {
-		sn.Relocs = make([]ibr.SnippetReloc, 0, n)
-	}
 	b.labels = code.Labels
+	// Each part's relocations and links, counted first: one allocation
+	// each (a vptrace rewrite assembles a few snippets per site).
+	var nrel, nlink [2]int
+	side := func(off int) int {
+		if off >= split {
+			return 1
+		}
+		return 0
+	}
+	for _, r := range code.Relocs {
+		if u, ok := b.uses[r.Sym]; ok && u.ref.kind == refLink {
+			nlink[side(r.Off)]++
+		} else {
+			nrel[side(r.Off)]++
+		}
+	}
+	for _, f := range b.fields {
+		nrel[side(code.Labels[f.label]+f.at)]++
+	}
+	for _, c := range code.Crossings {
+		nlink[side(c.Off)]++
+	}
+	for k, p := range [2]*ibr.Snippet{sn, sn.Cold} {
+		if p != nil && nrel[k] > 0 {
+			p.Relocs = make([]ibr.SnippetReloc, 0, nrel[k])
+		}
+		if p != nil && nlink[k] > 0 {
+			p.Links = make([]ibr.SnippetLink, 0, nlink[k])
+		}
+	}
 	for _, r := range code.Relocs {
 		p, off := part(r.Off)
 		u, ok := b.uses[r.Sym]
@@ -306,16 +336,13 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		clear(p.Code[off : off+4]) // (emit fills it in; what the assembler put is for the parts together)
 		p.Links = append(p.Links, l)
 	}
-	if len(sn.Relocs) == 0 {
-		sn.Relocs = nil // (only links)
-	}
 	return sn, nil
 }
 
 // Labels returns the offsets of the labels (Label) of the snippet last
-// assembled, nil if it had none. Offsets from Split on are in the cold
-// part, Split bytes after its start. (Made on demand: presets ask for few
-// snippets' labels.)
+// assembled, nil if it had none. A label of the cold part counts from
+// the hot part's start, as if the cold part followed it. (Made on demand:
+// presets ask for few snippets' labels.)
 func (b *Builder) Labels() map[string]int {
 	var out map[string]int
 	for name, off := range b.labels {

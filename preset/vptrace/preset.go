@@ -105,6 +105,9 @@ type objState struct {
 	// the slot base for the next (basechain.go).
 	chain map[*site]baseLink
 	bases map[*site]effect.Reg
+	// loaded holds, per loop of the function being instrumented, the
+	// registers whose values come from what the loop loads (scattered).
+	loaded map[*loops.Loop]effect.RegSet
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -166,6 +169,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		st.loopRegs = free
 		st.chain = st.baseChains(g, sel.sites, ordinary)
 		st.bases = make(map[*site]effect.Reg)
+		st.loaded = make(map[*loops.Loop]effect.RegSet)
 		for k, s := range sel.sites {
 			var err error
 			switch sw := sweeps[k]; {

@@ -10,6 +10,7 @@ import (
 	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
+	"hijack/loops"
 	"hijack/preset/kit"
 	"hijack/snippet"
 	"hijack/vptrace/abi"
@@ -96,44 +97,53 @@ func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
 	return false
 }
 
-// scattered reports whether a register of s's address, in the innermost
-// loop around s, comes from a value the loop loads from memory: defined
-// there by an instruction that reads memory other than a stack slot (a
-// spilled variable), or computed there (a hash, a scaled index, a
-// pointer's field) from registers that are, followed to a fixed point
-// over the loop's instructions in any order. It only chooses where the
-// site's code after a slot miss goes.
+// scattered reports whether a register of s's address comes, in the
+// innermost loop around s, from a value the loop loads (loadedRegs). It
+// only chooses where the site's code after a slot miss goes.
 func (st *objState) scattered(s *site, g *cfg.Graph) bool {
 	l := innermost(st.analysis.Loops[g], g.BlockOf(s.inst).Index)
 	if l == nil {
 		return false
 	}
-	want := kit.AddrRegs(s.acc.Mem)
+	r, ok := st.loaded[l]
+	if !ok {
+		r = st.loadedRegs(g, l)
+		st.loaded[l] = r
+	}
+	return kit.AddrRegs(s.acc.Mem)&r != 0
+}
+
+// loadedRegs returns the registers some instruction of loop l defines
+// from memory other than a stack slot (a spilled variable: not
+// followed), or computes (a hash, a scaled index, a pointer's field)
+// from registers that are such, to a fixed point over the loop's
+// instructions in any order: a look-up keyed by data, a pointer chase.
+func (st *objState) loadedRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
+	var loaded effect.RegSet
 	for grown := true; grown; {
 		grown = false
 		for _, bi := range l.Nodes {
 			b := g.Blocks[bi]
 			for i := b.Start; i < b.End; i++ {
 				e := st.live[g].Effect(i)
-				if (e.Def|e.Partial)&want == 0 {
+				def := (e.Def | e.Partial) &^ loaded
+				if def == 0 {
 					continue
 				}
 				a := g.Sec.Asm(i)
-				if a.Op == x86asm.LEA {
-					// (an address, computed)
-				} else if m, ok := memArg(a); ok {
-					if m.Base != x86asm.RSP && m.Base != x86asm.RBP {
-						return true
-					}
-					continue // (a stack slot: not followed)
+				from := e.Use&loaded != 0
+				if m, ok := memArg(a); ok && a.Op != x86asm.LEA {
+					// (a stack slot: neither loaded nor followed)
+					from = m.Base != x86asm.RSP && m.Base != x86asm.RBP
 				}
-				if w := want | e.Use&^(1<<effect.RSP); w != want {
-					want, grown = w, true
+				if from {
+					loaded |= def
+					grown = true
 				}
 			}
 		}
 	}
-	return false
+	return loaded &^ (1 << effect.RSP)
 }
 
 // memArg returns a's memory operand, if it has one.
