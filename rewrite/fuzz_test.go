@@ -72,6 +72,6 @@ func fuzzRewrite(f *testing.F, preset, settings string) {
 	})
 }
 
-func FuzzRewritePad(f *testing.F)     { fuzzRewrite(f, "pad", "after=true") }
+func FuzzRewritePad(f *testing.F)     { fuzzRewrite(f, "pad", "after=true,cold=true") }
 func FuzzRewriteClobber(f *testing.F) { fuzzRewrite(f, "clobber", "") }
 func FuzzRewriteVptrace(f *testing.F) { fuzzRewrite(f, "vptrace", "usestack=true") }

@@ -26,9 +26,10 @@ import (
 func allPresets() preset.Set { return all.Presets() }
 
 // presetConfigs are the rules the robustness tests and fuzz targets run:
-// every preset, pad with insertions on fall-through edges too.
+// every preset, pad with insertions on fall-through edges and out of line
+// too.
 var presetConfigs = []struct{ preset, settings string }{
-	{"pad", "after=true"},
+	{"pad", "after=true,cold=true"},
 	{"clobber", ""},
 	{"vptrace", "usestack=true"},
 }

@@ -251,9 +251,16 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		return nil, err
 	}
 	split := code.Split
-	sn := &ibr.Snippet{Code: code.Bytes[:split:split]}
+	var sn *ibr.Snippet
 	if split < len(code.Bytes) {
-		sn.Cold = &ibr.Snippet{Code: code.Bytes[split:]}
+		// (the parts in one allocation, as their relocations and links
+		// below: a vptrace rewrite keeps a few per site until emit)
+		parts := new([2]ibr.Snippet)
+		sn = &parts[0]
+		sn.Code, sn.Cold = code.Bytes[:split:split], &parts[1]
+		sn.Cold.Code = code.Bytes[split:]
+	} else {
+		sn = &ibr.Snippet{Code: code.Bytes}
 	}
 	// part returns the part offset off of the code is in, and off from
 	// its start.
@@ -286,12 +293,18 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	for _, c := range code.Crossings {
 		nlink[side(c.Off)]++
 	}
-	for k, p := range [2]*ibr.Snippet{sn, sn.Cold} {
-		if p != nil && nrel[k] > 0 {
-			p.Relocs = make([]ibr.SnippetReloc, 0, nrel[k])
+	if n := nrel[0] + nrel[1]; n > 0 {
+		rs := make([]ibr.SnippetReloc, 0, n)
+		sn.Relocs = rs[:0:nrel[0]]
+		if sn.Cold != nil {
+			sn.Cold.Relocs = rs[nrel[0]:nrel[0]:n]
 		}
-		if p != nil && nlink[k] > 0 {
-			p.Links = make([]ibr.SnippetLink, 0, nlink[k])
+	}
+	if n := nlink[0] + nlink[1]; n > 0 {
+		ls := make([]ibr.SnippetLink, 0, n)
+		sn.Links = ls[:0:nlink[0]]
+		if sn.Cold != nil {
+			sn.Cold.Links = ls[nlink[0]:nlink[0]:n]
 		}
 	}
 	for _, r := range code.Relocs {
