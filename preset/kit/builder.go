@@ -139,6 +139,16 @@ func (b *Builder) sym(r Ref, off int64) string {
 	return name
 }
 
+// use returns what the placeholder symbol sym stands for; false for a
+// symbol's own name (most relocations: not looked up).
+func (b *Builder) use(sym string) (use, bool) {
+	if !strings.HasPrefix(sym, internal) {
+		return use{}, false
+	}
+	u, ok := b.uses[sym]
+	return u, ok
+}
+
 // label returns a label name unique in the snippet, for the code kit
 // emits itself.
 func (b *Builder) label(what string) string {
@@ -281,7 +291,7 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 		return 0
 	}
 	for _, r := range code.Relocs {
-		if u, ok := b.uses[r.Sym]; ok && u.ref.kind == refLink {
+		if u, ok := b.use(r.Sym); ok && u.ref.kind == refLink {
 			nlink[side(r.Off)]++
 		} else {
 			nrel[side(r.Off)]++
@@ -309,7 +319,7 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	}
 	for _, r := range code.Relocs {
 		p, off := part(r.Off)
-		u, ok := b.uses[r.Sym]
+		u, ok := b.use(r.Sym)
 		if !ok {
 			p.Relocs = append(p.Relocs, ibr.SnippetReloc{Off: off, Type: r.Type, Sym: r.Sym, Addend: r.Addend})
 			continue
