@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"golang.org/x/arch/x86/x86asm"
-
+	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/ibr/x86len"
 )
@@ -197,18 +196,16 @@ func (m *codeMap) findCold() {
 
 // mayFallThrough reports whether control may go on from element i (or
 // the code inserted after it) to what follows: anything but an
-// unconditional jump, a return or a trap. (Padding too: it runs where
-// what precedes it falls through; a function may be nothing else.)
+// unconditional jump, a return or a trap, as the control-flow analysis
+// classifies it. (Padding too: it runs where what precedes it falls
+// through; a function may be nothing else.)
 func (m *codeMap) mayFallThrough(i int) bool {
 	s := m.sec
-	if len(s.Insts[i].After()) > 0 || s.Insts[i].Kind != ibr.Code {
+	in := &s.Insts[i]
+	if len(in.After()) > 0 || in.Kind != ibr.Code {
 		return true
 	}
-	switch s.Asm(i).Op {
-	case x86asm.RET, x86asm.JMP, x86asm.UD2, x86asm.HLT, x86asm.LRET, x86asm.LJMP:
-		return false
-	}
-	return true
+	return effect.Of(s.Asm(i), &in.Layout, s.Bytes(i)).Ctrl.FallsThrough()
 }
 
 // encLen returns the new length of instruction i's own bytes.

@@ -82,9 +82,8 @@ type Builder struct {
 	err    error
 	// cold holds the instructions written after Cold (while inCold),
 	// which Assemble lays out after insts.
-	cold       []inst
-	inCold     bool
-	coldLabels map[string]bool // (Assemble's: the labels of cold)
+	cold   []inst
+	inCold bool
 
 	// encodings holds the instructions encoded so far (encode), by the
 	// key opKey or branchSym builds in key.
@@ -179,7 +178,6 @@ func (b *Builder) Reset() {
 	}
 	b.cold = b.cold[:0]
 	b.inCold = false
-	clear(b.coldLabels)
 	b.keys = b.keys[:0]
 	clear(b.labels)
 	b.err = nil
@@ -572,22 +570,25 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 	if b.err != nil {
 		return Code{}, b.err
 	}
-	// The cold part after the hot one; labels become indices into both.
+	// The cold part after the hot one. label returns the index in both
+	// of the instruction a label precedes, and whether it is in the cold
+	// part (a hot label at the hot part's end has the index of the cold
+	// part's start).
 	nHot := len(b.insts)
-	if len(b.cold) > 0 || len(b.labels) > 0 {
-		b.insts = append(b.insts, b.cold...)
-		for name, i := range b.labels {
-			if i&coldLabel != 0 {
-				b.labels[name] = nHot + i&^coldLabel
-				if b.coldLabels == nil {
-					b.coldLabels = make(map[string]bool)
-				}
-				b.coldLabels[name] = true
-			}
+	b.insts = append(b.insts, b.cold...)
+	label := func(name string) (int, bool) {
+		i := b.labels[name]
+		if i&coldLabel != 0 {
+			return nHot + i&^coldLabel, true
 		}
+		return i, false
 	}
+	labelAt := func(name string) int { i, _ := label(name); return i }
 	// crosses reports whether jump i goes from one part to the other.
-	crosses := func(i int) bool { return (i >= nHot) != b.coldLabels[b.insts[i].label] }
+	crosses := func(i int) bool {
+		_, cold := label(b.insts[i].label)
+		return (i >= nHot) != cold
+	}
 	n := len(b.insts)
 	b.enc = slices.Grow(b.enc[:0], n)[:n]
 	enc := b.enc
@@ -642,7 +643,7 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 			if enc[i] != nil || long[i] {
 				continue
 			}
-			if d := at[b.labels[b.insts[i].label]] - (at[i] + 2); d < -128 || d > 127 {
+			if d := at[labelAt(b.insts[i].label)] - (at[i] + 2); d < -128 || d > 127 {
 				long[i], changed = true, true
 			}
 		}
@@ -668,9 +669,9 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 		in := &b.insts[i]
 		e := enc[i]
 		if e == nil {
-			code.Bytes = appendJump(code.Bytes, in.p.As, long[i], at[b.labels[in.label]]-at[i+1])
+			code.Bytes = appendJump(code.Bytes, in.p.As, long[i], at[labelAt(in.label)]-at[i+1])
 			if crosses(i) {
-				code.Crossings = append(code.Crossings, Crossing{Off: at[i+1] - 4, End: at[i+1], Target: at[b.labels[in.label]]})
+				code.Crossings = append(code.Crossings, Crossing{Off: at[i+1] - 4, End: at[i+1], Target: at[labelAt(in.label)]})
 			}
 			continue
 		}
@@ -708,8 +709,8 @@ func (b *Builder) assemble(reuse bool) (code Code, err error) {
 		} else {
 			code.Labels = make(map[string]int, len(b.labels))
 		}
-		for name, i := range b.labels {
-			code.Labels[name] = at[i]
+		for name := range b.labels {
+			code.Labels[name] = at[labelAt(name)]
 		}
 	}
 	code.Split = at[nHot]

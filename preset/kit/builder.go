@@ -272,24 +272,23 @@ func (b *Builder) Assemble() (*ibr.Snippet, error) {
 	} else {
 		sn = &ibr.Snippet{Code: code.Bytes}
 	}
-	// part returns the part offset off of the code is in, and off from
-	// its start.
-	part := func(off int) (*ibr.Snippet, int) {
-		if off >= split {
-			return sn.Cold, off - split
-		}
-		return sn, off
-	}
 	b.labels = code.Labels
-	// Each part's relocations and links, counted first: one allocation
-	// each (a vptrace rewrite assembles a few snippets per site).
-	var nrel, nlink [2]int
+	// side returns the part (0 hot, 1 cold) offset off of the code is
+	// in; part the part itself and off from its start.
 	side := func(off int) int {
 		if off >= split {
 			return 1
 		}
 		return 0
 	}
+	parts := [2]*ibr.Snippet{sn, sn.Cold}
+	part := func(off int) (*ibr.Snippet, int) {
+		k := side(off)
+		return parts[k], off - k*split
+	}
+	// Each part's relocations and links, counted first: one allocation
+	// each (a vptrace rewrite assembles a few snippets per site).
+	var nrel, nlink [2]int
 	for _, r := range code.Relocs {
 		if u, ok := b.use(r.Sym); ok && u.ref.kind == refLink {
 			nlink[side(r.Off)]++

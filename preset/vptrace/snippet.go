@@ -47,7 +47,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	second := !exact && !s.rep && kindBits(s.kind) != 0 &&
 		(st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0 || st.smallTable(s, g))
 	k := st.addSite(s, second)
-	s.scattered = !second && st.analysis.Info(g.BlockOf(s.inst)).LoopDepth > 0 && st.scattered(s, g)
+	s.scattered = !second && st.scattered(s, g)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -130,11 +130,13 @@ func (st *objState) loadedRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
 				if def == 0 {
 					continue
 				}
-				a := g.Sec.Asm(i)
 				from := e.Use&loaded != 0
-				if m, ok := memArg(a); ok && a.Op != x86asm.LEA {
-					// (a stack slot: neither loaded nor followed)
-					from = m.Base != x86asm.RSP && m.Base != x86asm.RBP
+				for _, a := range e.Mem[:e.NMem] {
+					if a.Arg >= 0 { // (its memory operand)
+						// (a stack slot: neither loaded nor followed)
+						from = a.Mem.Base != x86asm.RSP && a.Mem.Base != x86asm.RBP
+						break
+					}
 				}
 				if from {
 					loaded |= def
@@ -144,16 +146,6 @@ func (st *objState) loadedRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
 		}
 	}
 	return loaded &^ (1 << effect.RSP)
-}
-
-// memArg returns a's memory operand, if it has one.
-func memArg(a *x86asm.Inst) (x86asm.Mem, bool) {
-	for _, arg := range a.Args {
-		if m, ok := arg.(x86asm.Mem); ok {
-			return m, true
-		}
-	}
-	return x86asm.Mem{}, false
 }
 
 // indexBound returns the largest value instruction a leaves in register
