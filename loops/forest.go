@@ -24,6 +24,30 @@ type Loop struct {
 // Irreducible reports whether the loop is entered at more than one node.
 func (l *Loop) Irreducible() bool { return len(l.Headers) > 1 }
 
+// Innermost returns, for each of n nodes, the deepest of loops containing
+// it (nil for a node in none).
+func Innermost(loops []*Loop, n int) []*Loop {
+	inner := make([]*Loop, n)
+	for _, l := range loops {
+		for _, v := range l.Nodes {
+			if v < n && (inner[v] == nil || l.Depth > inner[v].Depth) {
+				inner[v] = l
+			}
+		}
+	}
+	return inner
+}
+
+// Within reports whether l is nested, at any depth, in outer (strictly).
+func (l *Loop) Within(outer *Loop) bool {
+	for x := l; x != nil; x = x.Parent {
+		if x.Parent == outer {
+			return outer != nil
+		}
+	}
+	return false
+}
+
 // Forest computes the loop nesting forest of a graph (successor lists,
 // entry 0) by recursive decomposition into strongly connected components:
 // each non-trivial component is a loop; its headers are the nodes entered
@@ -39,8 +63,8 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 	for i := range all {
 		all[i] = i
 	}
-	inSet := make([]bool, n)
-	cut := make(map[[2]int]bool) // removed back edges
+	first := edgeIndex(succs)
+	cut := make([]bool, first[n]) // removed back edges, by edge number
 	preds := make([][]int, n)
 	for u, ss := range succs {
 		for _, w := range ss {
@@ -64,21 +88,18 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 			}
 		}
 	}
+	t := newTarjan(succs, first, cut)
+	// member[v] == l marks v as a node of loop l while its headers and
+	// cut edges are found.
+	member := make([]*Loop, n)
 	var visit func(nodes []int, parent *Loop, d int)
 	visit = func(nodes []int, parent *Loop, d int) {
-		for _, v := range nodes {
-			inSet[v] = true
-		}
-		comps := sccs(succs, nodes, inSet, cut)
-		for _, v := range nodes {
-			inSet[v] = false
-		}
-		for _, c := range comps {
+		for _, c := range t.sccs(nodes) {
 			if len(c) == 1 {
 				v := c[0]
 				self := false
-				for _, w := range succs[v] {
-					if w == v && !cut[[2]int{v, v}] {
+				for i, w := range succs[v] {
+					if w == v && !cut[first[v]+i] {
 						self = true
 					}
 				}
@@ -88,9 +109,8 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 			}
 			slices.Sort(c)
 			l := &Loop{Nodes: c, Parent: parent, Depth: d + 1}
-			member := make(map[int]bool, len(c))
 			for _, v := range c {
-				member[v] = true
+				member[v] = l
 			}
 			for _, v := range c {
 				if v == 0 {
@@ -98,7 +118,7 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 					continue
 				}
 				for _, u := range preds[v] {
-					if !member[u] && (reach[u] || !reach[v]) {
+					if member[u] != l && (reach[u] || !reach[v]) {
 						l.Headers = append(l.Headers, v)
 						break
 					}
@@ -110,9 +130,9 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 			}
 			for _, v := range c {
 				depth[v] = d + 1
-				for _, w := range succs[v] {
-					if member[w] && slices.Contains(l.Headers, w) {
-						cut[[2]int{v, w}] = true
+				for i, w := range succs[v] {
+					if member[w] == l && slices.Contains(l.Headers, w) {
+						cut[first[v]+i] = true
 					}
 				}
 			}
@@ -127,21 +147,64 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 	return loops, depth
 }
 
+// edgeIndex numbers the edges of a graph by their place in succs: edge
+// first[v]+i is succs[v][i]; first[len(succs)] is the number of edges.
+func edgeIndex(succs [][]int) []int {
+	first := make([]int, len(succs)+1)
+	for v, ss := range succs {
+		first[v+1] = first[v] + len(ss)
+	}
+	return first
+}
+
+// tarjan holds the state of sccs, by node, kept across its calls: a
+// function's loops are found by one call per loop, each over a subset of
+// the nodes, and maps per call were most of the analysis's time on large
+// functions.
+type tarjan struct {
+	succs [][]int
+	first []int
+	cut   []bool
+	// gen[v] == cur marks v as in the current call's node set; index,
+	// low and onStack are valid for such nodes once visited (index[v]
+	// >= 0).
+	gen        []uint32
+	cur        uint32
+	index, low []int
+	onStack    []bool
+	stack      []int
+}
+
+// newTarjan prepares sccs over succs, whose edges are numbered by first
+// (edgeIndex); cut, when not nil, marks the edges to ignore.
+func newTarjan(succs [][]int, first []int, cut []bool) *tarjan {
+	if cut == nil {
+		cut = make([]bool, first[len(succs)])
+	}
+	n := len(succs)
+	return &tarjan{succs: succs, first: first, cut: cut, gen: make([]uint32, n), index: make([]int, n), low: make([]int, n), onStack: make([]bool, n)}
+}
+
 // sccs returns the strongly connected components of the subgraph induced
-// by nodes (marked in inSet), ignoring cut edges (Tarjan, iterative).
-func sccs(succs [][]int, nodes []int, inSet []bool, cut map[[2]int]bool) [][]int {
-	index := make(map[int]int, len(nodes))
-	low := make(map[int]int, len(nodes))
-	onStack := make(map[int]bool, len(nodes))
-	var stack []int
+// by nodes, ignoring cut edges (Tarjan, iterative).
+func (t *tarjan) sccs(nodes []int) [][]int {
+	t.cur++
+	for _, v := range nodes {
+		t.gen[v] = t.cur
+		t.index[v] = -1
+		t.onStack[v] = false
+	}
+	succs, index, low, onStack := t.succs, t.index, t.low, t.onStack
+	stack := t.stack[:0]
 	var out [][]int
 	next := 0
 	type frame struct{ v, i int }
+	var call []frame
 	for _, root := range nodes {
-		if _, ok := index[root]; ok {
+		if index[root] >= 0 {
 			continue
 		}
-		call := []frame{{root, 0}}
+		call = append(call[:0], frame{root, 0})
 		index[root], low[root] = next, next
 		next++
 		stack = append(stack, root)
@@ -151,11 +214,12 @@ func sccs(succs [][]int, nodes []int, inSet []bool, cut map[[2]int]bool) [][]int
 			v := top.v
 			if top.i < len(succs[v]) {
 				w := succs[v][top.i]
+				e := t.first[v] + top.i
 				top.i++
-				if !inSet[w] || cut[[2]int{v, w}] {
+				if t.gen[w] != t.cur || t.cut[e] {
 					continue
 				}
-				if _, ok := index[w]; !ok {
+				if index[w] < 0 {
 					index[w], low[w] = next, next
 					next++
 					stack = append(stack, w)
@@ -186,5 +250,6 @@ func sccs(succs [][]int, nodes []int, inSet []bool, cut map[[2]int]bool) [][]int
 			}
 		}
 	}
+	t.stack = stack
 	return out
 }

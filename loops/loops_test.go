@@ -128,6 +128,31 @@ func TestForestProperties(t *testing.T) {
 				}
 			}
 		}
+		// Innermost: the deepest loop whose nodes hold v, by search; its
+		// depth is v's. Within: a strict ancestor, by the nodes.
+		inner := loops.Innermost(ls, n)
+		for v := 0; v < n; v++ {
+			var want *loops.Loop
+			for _, l := range ls {
+				if slices.Contains(l.Nodes, v) && (want == nil || l.Depth > want.Depth) {
+					want = l
+				}
+			}
+			if inner[v] != want || (want != nil && want.Depth != depth[v]) {
+				t.Fatalf("graph %v: innermost loop of %d is %v, want %v (depth %d)", succs, v, inner[v], want, depth[v])
+			}
+		}
+		for _, l := range ls {
+			for _, o := range ls {
+				want := o != l && o.Depth < l.Depth && !slices.ContainsFunc(l.Nodes, func(v int) bool { return !slices.Contains(o.Nodes, v) })
+				if got := l.Within(o); got != want {
+					t.Fatalf("graph %v: loop %v within %v: %v, want %v", succs, l.Nodes, o.Nodes, got, want)
+				}
+			}
+			if l.Within(nil) {
+				t.Fatalf("loop %v within no loop", l.Nodes)
+			}
+		}
 		// Every node on a cycle has depth > 0, every other node 0.
 		for v := 0; v < n; v++ {
 			onCycle := cycleThrough(succs, v)

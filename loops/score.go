@@ -12,6 +12,10 @@ type Info struct {
 	// LoopDepth is the number of loops of its own function containing
 	// the block.
 	LoopDepth int
+	// Loop is the innermost of those loops, nil outside loops: the
+	// presets ask it per access, and a search of the forest per access
+	// grows with the square of a function's size.
+	Loop *Loop
 	// Cycles is LoopDepth plus the deepest loop context the function is
 	// called from (its inherited participation).
 	Cycles int
@@ -47,8 +51,9 @@ func Analyze(p *cfg.Program) *Analysis {
 		succs := Succs(g)
 		ls, depth := Forest(succs)
 		a.Loops[g] = ls
+		inner := Innermost(ls, len(g.Blocks))
 		for _, b := range g.Blocks {
-			in := &Info{LoopDepth: depth[b.Index]}
+			in := &Info{LoopDepth: depth[b.Index], Loop: inner[b.Index]}
 			for i := b.Start; i < b.End; i++ {
 				if g.Sec.Insts[i].Kind != ibr.Code {
 					continue
@@ -116,12 +121,10 @@ func (a *Analysis) propagate() {
 		}
 	}
 	nodes := make([]int, len(p.Graphs))
-	inSet := make([]bool, len(p.Graphs))
 	for i := range nodes {
 		nodes[i] = i
-		inSet[i] = true
 	}
-	comps := sccs(callees, nodes, inSet, nil)
+	comps := newTarjan(callees, edgeIndex(callees), nil).sccs(nodes)
 	// Tarjan emits components callees-first; callers must go first.
 	comp := make([]int, len(p.Graphs))
 	for ci, c := range comps {

@@ -31,8 +31,11 @@ import (
 type partners struct {
 	g     *cfg.Graph
 	lv    *cfg.Liveness
-	idom  []int
-	sites []partnerSite
+	idom []int
+	// byBase holds the sites added, in order, by base register (those
+	// sameBase can match only): find looks at one register's sites, not
+	// every site of the function before it.
+	byBase map[x86asm.Reg][]partnerSite
 	// chained marks the sites given a partner whose index comes from the
 	// same register (sameIndex): they usually match it and leave their
 	// own slots alone.
@@ -50,7 +53,7 @@ type partnerSite struct {
 }
 
 func newPartners(g *cfg.Graph, lv *cfg.Liveness) *partners {
-	return &partners{g: g, lv: lv, chained: make(map[*site]bool)}
+	return &partners{g: g, lv: lv, byBase: make(map[x86asm.Reg][]partnerSite), chained: make(map[*site]bool)}
 }
 
 // sameBase reports whether two accesses go through the same base register
@@ -71,12 +74,13 @@ func sameBase(a, b x86asm.Mem) bool {
 // page.
 func (p *partners) find(s *site) int {
 	b := p.g.BlockOf(s.inst)
-	if b == nil {
+	if b == nil || !sameBase(s.acc.Mem, s.acc.Mem) {
 		return 0
 	}
 	near, byIndex := 0, 0
-	for i := len(p.sites) - 1; i >= 0; i-- {
-		c := p.sites[i]
+	cands := p.byBase[s.acc.Mem.Base]
+	for i := len(cands) - 1; i >= 0; i-- {
+		c := cands[i]
 		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || !sameBase(c.s.acc.Mem, s.acc.Mem) {
 			continue
 		}
@@ -172,7 +176,11 @@ func (p *partners) indexRoot(i int, b *cfg.Block, r x86asm.Reg) (root effect.Reg
 }
 
 // add notes a site instrumented with a last-page slot, index k.
-func (p *partners) add(s *site, k int) { p.sites = append(p.sites, partnerSite{s, k}) }
+func (p *partners) add(s *site, k int) {
+	if m := s.acc.Mem; sameBase(m, m) {
+		p.byBase[m.Base] = append(p.byBase[m.Base], partnerSite{s, k})
+	}
+}
 
 func (p *partners) dominates(a, b int) bool {
 	if p.idom == nil {

@@ -101,7 +101,7 @@ func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
 // innermost loop around s, from a value the loop loads (loadedRegs). It
 // only chooses where the site's code after a slot miss goes.
 func (st *objState) scattered(s *site, g *cfg.Graph) bool {
-	l := innermost(st.analysis.Loops[g], g.BlockOf(s.inst).Index)
+	l := st.analysis.Info(g.BlockOf(s.inst)).Loop
 	if l == nil {
 		return false
 	}

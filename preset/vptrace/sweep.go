@@ -1,7 +1,6 @@
 package vptrace
 
 import (
-	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -68,7 +67,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	}
 	g := sel.g
 	b := g.BlockOf(st.inst)
-	l := innermost(sel.a.Loops[g], b.Index)
+	l := sel.a.Info(b).Loop
 	if l == nil || l.Irreducible() {
 		return nil
 	}
@@ -108,7 +107,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	// Every iteration runs the site exactly once, and every exit follows
 	// it in its iteration.
 	for _, x := range l.Nodes {
-		if depthIn(l, x) {
+		if sel.depthIn(l, x) {
 			continue
 		}
 		for _, s := range g.Blocks[x].Succs {
@@ -117,7 +116,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 			}
 		}
 	}
-	if depthIn(l, b.Index) {
+	if sel.depthIn(l, b.Index) {
 		return nil // in a nested loop
 	}
 	var def int
@@ -136,7 +135,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 			dyn = &dynStep{reg: inv, mult: mult * scale}
 		}
 		db := g.BlockOf(def)
-		if depthIn(l, db.Index) {
+		if sel.depthIn(l, db.Index) {
 			return nil
 		}
 		defNode := li.index[db.Index]
@@ -216,25 +215,10 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	return sw
 }
 
-// innermost returns the deepest loop containing block bi.
-func innermost(ls []*loops.Loop, bi int) *loops.Loop {
-	var best *loops.Loop
-	for _, l := range ls {
-		if slices.Contains(l.Nodes, bi) && (best == nil || l.Depth > best.Depth) {
-			best = l
-		}
-	}
-	return best
-}
-
-// depthIn reports whether block bi lies in a loop nested in l.
-func depthIn(l *loops.Loop, bi int) bool {
-	for _, c := range l.Children {
-		if slices.Contains(c.Nodes, bi) {
-			return true
-		}
-	}
-	return false
+// depthIn reports whether block bi of g lies in a loop nested in l.
+func (sel *selector) depthIn(l *loops.Loop, bi int) bool {
+	inner := sel.a.Info(sel.g.Blocks[bi]).Loop
+	return inner != nil && inner.Within(l)
 }
 
 // loopInfo gathers the facts about loop l that sweeps need.
