@@ -29,8 +29,8 @@ import (
 // register left unchanged in between, with every kind of access the site
 // has.
 type partners struct {
-	g     *cfg.Graph
-	lv    *cfg.Liveness
+	g    *cfg.Graph
+	lv   *cfg.Liveness
 	idom []int
 	// byBase holds the sites added, in order, by base register (those
 	// sameBase can match only): find looks at one register's sites, not

@@ -95,15 +95,18 @@ type groupHead struct {
 
 // selector chooses the sites of one function.
 type selector struct {
-	o          *ibr.Object
-	g          *cfg.Graph
-	a          *loops.Analysis
-	live       *cfg.Liveness
-	threshold  float64
-	pagesize   int64
-	usestack   bool
-	exact      bool
-	framePtr   bool // the function keeps a frame pointer in rbp
+	o         *ibr.Object
+	g         *cfg.Graph
+	a         *loops.Analysis
+	live      *cfg.Liveness
+	threshold float64
+	pagesize  int64
+	usestack  bool
+	exact     bool
+	framePtr  bool // the function keeps a frame pointer in rbp
+	// symIn, once symbolValues computed it, holds per block which
+	// registers hold a symbol's address at its start.
+	symIn      [][16]symVal
 	skipped    map[string]int
 	sites      []*site
 	blockCount int
@@ -429,20 +432,170 @@ func (sel *selector) aligned(st *site) bool {
 	if st.seg == abi.SegStack && st.acc.Mem.Index == 0 {
 		return st.size <= 16 && st.acc.Mem.Disp%int64(st.size) == 0
 	}
-	if st.rel == nil || st.acc.Mem.Base != 0 && st.acc.Mem.Base != x86asm.RIP {
+	m := st.acc.Mem
+	rel := st.rel
+	switch {
+	case rel != nil && (m.Base == 0 || m.Base == x86asm.RIP):
+	case rel == nil && st.link == nil && m.Segment == 0:
+		// A base register that holds a symbol's address wherever the
+		// function reads it (a table's, loaded once: an interpreter's
+		// dispatch table, a CRC table): the operand's displacement
+		// is on top of it.
+		r, _, ok := effect.GPR(m.Base)
+		if !ok || m.Base < x86asm.RAX || m.Base > x86asm.R15 || r == effect.RSP {
+			return false
+		}
+		sr, ok := sel.symbolAt(st.inst, r)
+		if !ok {
+			return false
+		}
+		rel = &kit.Rel{Type: sr.Type, Sym: sr.Sym, Addend: sr.Addend + m.Disp}
+	default:
 		return false
 	}
-	if st.acc.Mem.Index != 0 && int(st.acc.Mem.Scale)%st.size != 0 {
+	if m.Index != 0 && int(m.Scale)%st.size != 0 {
 		return false
 	}
 	f := sel.o.File
-	sym := &f.Symbols[st.rel.Sym]
+	sym := &f.Symbols[rel.Sym]
 	if sym.Shndx == elfobj.ShnUndef || sym.Shndx >= 0xffff0000 {
 		return false
 	}
 	sec := f.Sections[sym.Shndx]
-	off := int64(sym.Value) + st.rel.Addend
+	off := int64(sym.Value) + rel.Addend
 	return sec.Align >= uint64(st.size) && off%int64(st.size) == 0
+}
+
+// symVal is what symbolValues knows of a register at a point: it holds
+// the address rel refers to (Addend: the offset from the symbol) on every
+// path there (known), or may hold anything (unknown); reached marks a
+// block state some path set.
+type symVal struct {
+	rel            kit.Rel
+	known, reached bool
+}
+
+// symbolValues finds which registers hold a symbol's address where a
+// site reads them: a forward data flow over the function's blocks, in
+// which `lea sym+off(%rip), %r64` (a PC-relative relocation) makes r hold
+// that address and any other write of r (a call's of the registers it
+// clobbers among them) makes it unknown; a block control may enter from
+// outside (the entry, a landing pad) starts with nothing known, and where
+// paths meet a register stays known only with one address on all of them.
+// An instruction hijack cannot model makes every register unknown. The
+// result is the state at each block's start (symbolAt goes on from there).
+func (sel *selector) symbolValues() [][16]symVal {
+	if sel.symIn != nil {
+		return sel.symIn
+	}
+	g := sel.g
+	in := make([][16]symVal, len(g.Blocks))
+	sel.symIn = in
+	any := false
+	for i := g.Func.Start; i < g.Func.End && !any; i++ {
+		if in := &g.Sec.Insts[i]; in.Kind == ibr.Code && in.Flags&ibr.Prefix == 0 {
+			_, _, any = sel.symbolLea(i)
+		}
+	}
+	if !any {
+		return in // (no block reached: nothing known anywhere)
+	}
+	unknown := [16]symVal{}
+	for r := range unknown {
+		unknown[r].reached = true
+	}
+	for _, b := range g.Blocks {
+		if b.External {
+			in[b.Index] = unknown
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, b := range g.Blocks {
+			st := in[b.Index]
+			if !st[0].reached {
+				continue
+			}
+			for i := b.Start; i < b.End; i++ {
+				sel.symbolStep(&st, i)
+			}
+			for _, succ := range b.Succs {
+				old := in[succ.Index]
+				next := old
+				for r := range next {
+					switch {
+					case !old[r].reached:
+						next[r] = st[r]
+					case old[r].known && (!st[r].known || st[r].rel != old[r].rel):
+						next[r] = symVal{reached: true}
+					}
+				}
+				if next != old {
+					in[succ.Index] = next
+					changed = true
+				}
+			}
+		}
+	}
+	return in
+}
+
+// symbolStep applies instruction i to the register state st.
+func (sel *selector) symbolStep(st *[16]symVal, i int) {
+	s := sel.g.Sec
+	if s.Insts[i].Kind != ibr.Code || s.Insts[i].Flags&ibr.Prefix != 0 {
+		return
+	}
+	e := sel.live.Effect(i)
+	if !e.Known {
+		for r := range st {
+			st[r] = symVal{reached: true}
+		}
+		return
+	}
+	defs := e.Def | e.Partial
+	if defs == 0 {
+		return
+	}
+	for r := effect.Reg(0); r < 16; r++ {
+		if defs.Has(r) {
+			st[r] = symVal{reached: true}
+		}
+	}
+	if rel, r, ok := sel.symbolLea(i); ok && defs == 1<<r && e.Partial == 0 {
+		st[r] = symVal{rel: rel, known: true, reached: true}
+	}
+}
+
+// symbolLea recognises `lea sym+off(%rip), %r64` with a PC-relative
+// relocation: r then holds what rel refers to.
+func (sel *selector) symbolLea(i int) (rel kit.Rel, r effect.Reg, ok bool) {
+	s := sel.g.Sec
+	a := s.Asm(i)
+	dst, isReg := a.Args[0].(x86asm.Reg)
+	mem, isMem := a.Args[1].(x86asm.Mem)
+	if a.Op != x86asm.LEA || !isReg || dst < x86asm.RAX || dst > x86asm.R15 || !isMem || mem.Base != x86asm.RIP || mem.Index != 0 {
+		return kit.Rel{}, 0, false
+	}
+	rel, ok = kit.DispRel(sel.o.File, s, i)
+	return rel, effect.Reg(dst - x86asm.RAX), ok && rel.Type == elf.R_X86_64_PC32
+}
+
+// symbolAt returns the address register r holds before instruction i, if
+// it holds a symbol's on every path (symbolValues).
+func (sel *selector) symbolAt(i int, r effect.Reg) (kit.Rel, bool) {
+	b := sel.g.BlockOf(i)
+	if b == nil {
+		return kit.Rel{}, false
+	}
+	st := sel.symbolValues()[b.Index]
+	if !st[r].reached {
+		return kit.Rel{}, false
+	}
+	for j := b.Start; j < i; j++ {
+		sel.symbolStep(&st, j)
+	}
+	return st[r].rel, st[r].known
 }
 
 // symbolName names the variable at symbol+off: the symbol itself, or for a

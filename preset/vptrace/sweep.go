@@ -1,7 +1,6 @@
 package vptrace
 
 import (
-
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg/effect"
