@@ -81,7 +81,7 @@ func (p *partners) find(s *site) int {
 	cands := p.byBase[s.acc.Mem.Base]
 	for i := len(cands) - 1; i >= 0; i-- {
 		c := cands[i]
-		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || !sameBase(c.s.acc.Mem, s.acc.Mem) {
+		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) {
 			continue
 		}
 		cb := p.g.BlockOf(c.s.inst)
