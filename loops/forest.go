@@ -63,8 +63,6 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 	for i := range all {
 		all[i] = i
 	}
-	first := edgeIndex(succs)
-	cut := make([]bool, first[n]) // removed back edges, by edge number
 	preds := make([][]int, n)
 	for u, ss := range succs {
 		for _, w := range ss {
@@ -88,7 +86,8 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 			}
 		}
 	}
-	t := newTarjan(succs, first, cut)
+	t := newTarjan(succs)
+	first, cut := t.first, t.cut // removed back edges, by edge number
 	// member[v] == l marks v as a node of loop l while its headers and
 	// cut edges are found.
 	member := make([]*Loop, n)
@@ -147,22 +146,14 @@ func Forest(succs [][]int) (loops []*Loop, depth []int) {
 	return loops, depth
 }
 
-// edgeIndex numbers the edges of a graph by their place in succs: edge
-// first[v]+i is succs[v][i]; first[len(succs)] is the number of edges.
-func edgeIndex(succs [][]int) []int {
-	first := make([]int, len(succs)+1)
-	for v, ss := range succs {
-		first[v+1] = first[v] + len(ss)
-	}
-	return first
-}
-
 // tarjan holds the state of sccs, by node, kept across its calls: a
 // function's loops are found by one call per loop, each over a subset of
 // the nodes, and maps per call were most of the analysis's time on large
 // functions.
 type tarjan struct {
 	succs [][]int
+	// Edges are numbered by their place in succs: edge first[v]+i is
+	// succs[v][i]. cut marks the edges sccs ignores (none at first).
 	first []int
 	cut   []bool
 	// gen[v] == cur marks v as in the current call's node set; index,
@@ -175,14 +166,14 @@ type tarjan struct {
 	stack      []int
 }
 
-// newTarjan prepares sccs over succs, whose edges are numbered by first
-// (edgeIndex); cut, when not nil, marks the edges to ignore.
-func newTarjan(succs [][]int, first []int, cut []bool) *tarjan {
-	if cut == nil {
-		cut = make([]bool, first[len(succs)])
-	}
+// newTarjan prepares sccs over succs.
+func newTarjan(succs [][]int) *tarjan {
 	n := len(succs)
-	return &tarjan{succs: succs, first: first, cut: cut, gen: make([]uint32, n), index: make([]int, n), low: make([]int, n), onStack: make([]bool, n)}
+	first := make([]int, n+1)
+	for v, ss := range succs {
+		first[v+1] = first[v] + len(ss)
+	}
+	return &tarjan{succs: succs, first: first, cut: make([]bool, first[n]), gen: make([]uint32, n), index: make([]int, n), low: make([]int, n), onStack: make([]bool, n)}
 }
 
 // sccs returns the strongly connected components of the subgraph induced

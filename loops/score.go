@@ -124,7 +124,7 @@ func (a *Analysis) propagate() {
 	for i := range nodes {
 		nodes[i] = i
 	}
-	comps := newTarjan(callees, edgeIndex(callees), nil).sccs(nodes)
+	comps := newTarjan(callees).sccs(nodes)
 	// Tarjan emits components callees-first; callers must go first.
 	comp := make([]int, len(p.Graphs))
 	for ci, c := range comps {

@@ -106,7 +106,7 @@ type selector struct {
 	framePtr  bool // the function keeps a frame pointer in rbp
 	// symIn, once symbolValues computed it, holds per block which
 	// registers hold a symbol's address at its start.
-	symIn      [][16]symVal
+	symIn      []symBlock
 	skipped    map[string]int
 	sites      []*site
 	blockCount int
@@ -468,11 +468,17 @@ func (sel *selector) aligned(st *site) bool {
 
 // symVal is what symbolValues knows of a register at a point: it holds
 // the address rel refers to (Addend: the offset from the symbol) on every
-// path there (known), or may hold anything (unknown); reached marks a
-// block state some path set.
+// path there (known), or may hold anything (the zero symVal).
 type symVal struct {
-	rel            kit.Rel
-	known, reached bool
+	rel   kit.Rel
+	known bool
+}
+
+// symBlock is the registers' state at a block's start, once some path
+// reached it (reached).
+type symBlock struct {
+	regs    [16]symVal
+	reached bool
 }
 
 // symbolValues finds which registers hold a symbol's address where a
@@ -484,12 +490,12 @@ type symVal struct {
 // paths meet a register stays known only with one address on all of them.
 // An instruction hijack cannot model makes every register unknown. The
 // result is the state at each block's start (symbolAt goes on from there).
-func (sel *selector) symbolValues() [][16]symVal {
+func (sel *selector) symbolValues() []symBlock {
 	if sel.symIn != nil {
 		return sel.symIn
 	}
 	g := sel.g
-	in := make([][16]symVal, len(g.Blocks))
+	in := make([]symBlock, len(g.Blocks))
 	sel.symIn = in
 	any := false
 	for i := g.Func.Start; i < g.Func.End && !any; i++ {
@@ -500,39 +506,31 @@ func (sel *selector) symbolValues() [][16]symVal {
 	if !any {
 		return in // (no block reached: nothing known anywhere)
 	}
-	unknown := [16]symVal{}
-	for r := range unknown {
-		unknown[r].reached = true
-	}
 	for _, b := range g.Blocks {
-		if b.External {
-			in[b.Index] = unknown
-		}
+		in[b.Index].reached = b.External // (nothing known)
 	}
 	for changed := true; changed; {
 		changed = false
 		for _, b := range g.Blocks {
-			st := in[b.Index]
-			if !st[0].reached {
+			if !in[b.Index].reached {
 				continue
 			}
+			st := in[b.Index].regs
 			for i := b.Start; i < b.End; i++ {
 				sel.symbolStep(&st, i)
 			}
 			for _, succ := range b.Succs {
-				old := in[succ.Index]
-				next := old
-				for r := range next {
-					switch {
-					case !old[r].reached:
-						next[r] = st[r]
-					case old[r].known && (!st[r].known || st[r].rel != old[r].rel):
-						next[r] = symVal{reached: true}
-					}
-				}
-				if next != old {
-					in[succ.Index] = next
+				next := &in[succ.Index]
+				if !next.reached {
+					*next = symBlock{regs: st, reached: true}
 					changed = true
+					continue
+				}
+				for r, v := range next.regs {
+					if v.known && v != st[r] {
+						next.regs[r] = symVal{}
+						changed = true
+					}
 				}
 			}
 		}
@@ -548,9 +546,7 @@ func (sel *selector) symbolStep(st *[16]symVal, i int) {
 	}
 	e := sel.live.Effect(i)
 	if !e.Known {
-		for r := range st {
-			st[r] = symVal{reached: true}
-		}
+		*st = [16]symVal{}
 		return
 	}
 	defs := e.Def | e.Partial
@@ -559,11 +555,11 @@ func (sel *selector) symbolStep(st *[16]symVal, i int) {
 	}
 	for r := effect.Reg(0); r < 16; r++ {
 		if defs.Has(r) {
-			st[r] = symVal{reached: true}
+			st[r] = symVal{}
 		}
 	}
 	if rel, r, ok := sel.symbolLea(i); ok && defs == 1<<r && e.Partial == 0 {
-		st[r] = symVal{rel: rel, known: true, reached: true}
+		st[r] = symVal{rel: rel, known: true}
 	}
 }
 
@@ -588,10 +584,11 @@ func (sel *selector) symbolAt(i int, r effect.Reg) (kit.Rel, bool) {
 	if b == nil {
 		return kit.Rel{}, false
 	}
-	st := sel.symbolValues()[b.Index]
-	if !st[r].reached {
+	blk := sel.symbolValues()[b.Index]
+	if !blk.reached {
 		return kit.Rel{}, false
 	}
+	st := blk.regs
 	for j := b.Start; j < i; j++ {
 		sel.symbolStep(&st, j)
 	}
