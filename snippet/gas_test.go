@@ -573,26 +573,28 @@ var gasCases = []gasCase{
 			for c := CondO; c < numConds; c++ {
 				b.Jcc(c, "out")
 				b.Setcc(c, Mem(RDI, int32(c)))
+				b.CmovQ(c, R9, R10)
+				b.CmovQ(c, Mem(RSI, int32(8*c)), RAX)
 			}
 			b.Label("out")
 		},
 		gas: `
-			jo out; seto 0(%rdi)
-			jno out; setno 1(%rdi)
-			jb out; setb 2(%rdi)
-			jae out; setae 3(%rdi)
-			je out; sete 4(%rdi)
-			jne out; setne 5(%rdi)
-			jbe out; setbe 6(%rdi)
-			ja out; seta 7(%rdi)
-			js out; sets 8(%rdi)
-			jns out; setns 9(%rdi)
-			jp out; setp 10(%rdi)
-			jnp out; setnp 11(%rdi)
-			jl out; setl 12(%rdi)
-			jge out; setge 13(%rdi)
-			jle out; setle 14(%rdi)
-			jg out; setg 15(%rdi)
+			jo out; seto 0(%rdi); cmovoq %r9, %r10; cmovoq 0(%rsi), %rax
+			jno out; setno 1(%rdi); cmovnoq %r9, %r10; cmovnoq 8(%rsi), %rax
+			jb out; setb 2(%rdi); cmovbq %r9, %r10; cmovbq 16(%rsi), %rax
+			jae out; setae 3(%rdi); cmovaeq %r9, %r10; cmovaeq 24(%rsi), %rax
+			je out; sete 4(%rdi); cmoveq %r9, %r10; cmoveq 32(%rsi), %rax
+			jne out; setne 5(%rdi); cmovneq %r9, %r10; cmovneq 40(%rsi), %rax
+			jbe out; setbe 6(%rdi); cmovbeq %r9, %r10; cmovbeq 48(%rsi), %rax
+			ja out; seta 7(%rdi); cmovaq %r9, %r10; cmovaq 56(%rsi), %rax
+			js out; sets 8(%rdi); cmovsq %r9, %r10; cmovsq 64(%rsi), %rax
+			jns out; setns 9(%rdi); cmovnsq %r9, %r10; cmovnsq 72(%rsi), %rax
+			jp out; setp 10(%rdi); cmovpq %r9, %r10; cmovpq 80(%rsi), %rax
+			jnp out; setnp 11(%rdi); cmovnpq %r9, %r10; cmovnpq 88(%rsi), %rax
+			jl out; setl 12(%rdi); cmovlq %r9, %r10; cmovlq 96(%rsi), %rax
+			jge out; setge 13(%rdi); cmovgeq %r9, %r10; cmovgeq 104(%rsi), %rax
+			jle out; setle 14(%rdi); cmovleq %r9, %r10; cmovleq 112(%rsi), %rax
+			jg out; setg 15(%rdi); cmovgq %r9, %r10; cmovgq 120(%rsi), %rax
 			out:
 		`,
 	},

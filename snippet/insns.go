@@ -184,6 +184,17 @@ func (b *Builder) Setcc(c Cond, dst Arg) {
 	b.dst(setccAs[c], dst)
 }
 
+// CmovQ is `cmov<c>q src, dst`: dst = src where condition c holds (a
+// 64-bit register dst; src a register or memory). It reads the flags and
+// leaves them as they are.
+func (b *Builder) CmovQ(c Cond, src, dst Arg) {
+	if c >= numConds {
+		b.fail("bad condition %d", c)
+		return
+	}
+	b.two(cmovqAs[c], src, dst)
+}
+
 // Seto is `seto dst`.
 func (b *Builder) Seto(dst Arg) { b.Setcc(CondO, dst) }
 

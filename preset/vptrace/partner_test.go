@@ -96,10 +96,11 @@ func slotAddend(t *testing.T, line string, cmp bool) (int64, bool) {
 }
 
 // isSlotCompare reports whether an objdump line is a compare with a
-// TLS word (a slot, with tls local-exec).
+// TLS word (a slot, with tls local-exec): a cmp, or the sub of a site
+// that checks two slots with one branch (ABI.md "Two slots, one branch").
 func isSlotCompare(line string) bool {
 	f := strings.Fields(line)
-	return len(f) >= 2 && f[1] == "cmp" && strings.Contains(line, "%fs:")
+	return len(f) >= 2 && (f[1] == "cmp" || f[1] == "sub") && strings.Contains(line, "%fs:")
 }
 
 // slotCompares returns, for each access in a function's lines (disasm),

@@ -67,6 +67,13 @@ type site struct {
 	// stays inline, where a slot miss that hits the cache costs no jump
 	// out of line and back (objState.scattered).
 	scattered bool
+	// chained: the partner's index comes from the same register as the
+	// site's (partners.sameIndex): the two mostly share a page.
+	chained bool
+	// pair: the site compares its page with two slots (its partner's and
+	// its own, or its own and its second) without a branch between, and
+	// branches once on whether either holds it (objState.pairs).
+	pair bool
 }
 
 // dynStep is the step of a sweep as a loop-invariant register times a

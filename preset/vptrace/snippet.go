@@ -42,12 +42,19 @@ func (st *objState) instrument(s *site, exact bool) error {
 	// call, and its callers may hand it two objects in turn (an
 	// accessor called for x, then y), on two pages a single slot would
 	// trade back and forth, each time through the cache probe. In a
-	// loop, for a look-up in a table of up to two pages, whose accesses
-	// fall on up to three pages.
-	second := !exact && !s.rep && kindBits(s.kind) != 0 &&
-		(st.analysis.Info(g.BlockOf(s.inst)).LoopDepth == 0 || st.smallTable(s, g))
+	// loop, for a look-up in a table whose entries the data chooses
+	// (table: an index bounded to two pages, smallTable, or computed
+	// from a byte or word of the data, symbolIndexed), whose accesses
+	// fall on up to three pages at random: such a site compares its
+	// page with two slots and branches once (s.pair), where a branch per
+	// slot would be mispredicted about every other access.
+	inLoop := st.analysis.Info(g.BlockOf(s.inst)).LoopDepth > 0
+	small := inLoop && st.smallTable(s, g)
+	table := inLoop && !exact && (small || st.symbolIndexed(s, g))
+	second := !exact && !s.rep && kindBits(s.kind) != 0 && (!inLoop || small || table && s.partner == 0)
 	k := st.addSite(s, second)
 	s.scattered = !second && st.scattered(s, g)
+	s.pair = table && s.pairable()
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -56,6 +63,79 @@ func (st *objState) instrument(s *site, exact bool) error {
 		st.bases[s] = effect.Reg(base)
 	}
 	return sec.InsertBefore(at, sn)
+}
+
+// pairable reports whether s can check its two slots with one branch
+// (s.pair): those of a partner that is not chained and its own, or its
+// own and its second. The pair leaves the page register changed on a
+// hit, so a span over a page (its last byte's page checked apart) cannot.
+func (s *site) pairable() bool {
+	if s.rep || kindBits(s.kind) == 0 || (s.twoPages && !s.carry()) {
+		return false
+	}
+	return s.partner != 0 && !s.chained || s.second >= 0 && s.partner == 0
+}
+
+// symbolIndexed reports whether a register of s's address is computed,
+// in s's block, by shifts and additions from a zero-extended byte or word
+// of the data (movzbl, movzwl: one the code loads, or a register's low
+// byte or word): a look-up in a table by a symbol of the data (bzip2's
+// code lengths by MTF value, a decoder's tables by input byte, a
+// histogram). Such a table usually spans a page or two, and the data
+// chooses which page each access is on: two slots checked with one
+// branch (s.pair) hold both pages, where a branch per slot would be
+// mispredicted about every other time (1.7 million times per MB in
+// bzip2's sendMTFValues). A site whose address is just loaded (a pointer
+// chase) or hashed spreads over many pages; the pair would cost it four
+// instructions and mispredict as often.
+func (st *objState) symbolIndexed(s *site, g *cfg.Graph) bool {
+	b := g.BlockOf(s.inst)
+	lv := st.live[g]
+	var from func(r effect.Reg, at, depth int) bool
+	from = func(r effect.Reg, at, depth int) bool {
+		if depth > 4 {
+			return false
+		}
+		for i := at - 1; i >= b.Start; i-- {
+			e := lv.Effect(i)
+			if !(e.Def | e.Partial).Has(r) {
+				continue
+			}
+			if !e.Known || e.Partial.Has(r) {
+				return false
+			}
+			a := g.Sec.Asm(i)
+			switch a.Op {
+			case x86asm.MOVZX:
+				switch src := a.Args[1].(type) {
+				case x86asm.Mem:
+					return a.MemBytes == 1 || a.MemBytes == 2
+				case x86asm.Reg:
+					_, w, ok := effect.GPR(src)
+					return ok && w <= 2
+				}
+				return false
+			case x86asm.SHL:
+				if _, ok := a.Args[1].(x86asm.Imm); ok {
+					return from(r, i, depth+1)
+				}
+			case x86asm.ADD, x86asm.LEA, x86asm.MOV:
+				for q := effect.Reg(0); q < 16; q++ {
+					if e.Use.Has(q) && q != effect.RSP && from(q, i, depth+1) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		return false
+	}
+	for _, r := range []x86asm.Reg{s.acc.Mem.Index, s.acc.Mem.Base} {
+		if n, _, ok := effect.GPR(r); ok && r != x86asm.RIP && from(n, s.inst, 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // addSite numbers s, its record in the site table, and gives it its
@@ -469,6 +549,9 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if st.tls != kit.LocalExec && !exact && !hoisted {
 		need++
 	}
+	if s.pair {
+		need++ // (the last: the pair's difference)
+	}
 	if s.rep {
 		need = 0
 	}
@@ -603,26 +686,61 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.Label(same)
 				return
 			}
+			var partner, second snippet.Operand
 			if s.partner != 0 {
-				partner := st.sites[s.partner-1].slot
+				k := st.sites[s.partner-1].slot
 				if hoisted {
-					b.CmpQ(rs, hoistedSlot(slots, lr.base, partner))
+					partner = hoistedSlot(slots, lr.base, k)
 				} else {
-					b.CmpQ(rs, st.slotAt(slots, free, next, partner))
+					partner = st.slotAt(slots, free, next, k)
 				}
-				b.Jcc(snippet.CondE, same)
 			}
-			b.CmpQ(rs, slot)
-			if s.scattered {
-				// (inline, as the listings show it)
-				b.Jcc(snippet.CondE, same)
-				defer b.Label(same)
-			} else {
+			if s.second >= 0 {
+				second = slot.Add(int64(8 * (s.second - s.slot)))
+			}
+			// branch jumps to same where the flags say equal (a slot
+			// holds the page), else goes on with the miss path, inline
+			// or out of line.
+			branch := func() {
+				if s.scattered {
+					// (inline, as the listings show it)
+					b.Jcc(snippet.CondE, same)
+					return
+				}
 				b.Jcc(snippet.CondNE, "miss."+same)
 				b.Label(same)
 				b.Cold()
-				defer b.Hot()
 				b.Label("miss." + same)
+			}
+			if s.scattered {
+				defer b.Label(same)
+			} else {
+				defer b.Hot()
+			}
+			switch {
+			case s.pair:
+				// t = page - a, rs = page - o, t = 0 where rs is:
+				// zero when a slot holds the page. The miss path gets
+				// the page back.
+				a, o := partner, slot
+				if s.partner == 0 {
+					a, o = slot, second
+				}
+				t := kit.Reg(free[len(free)-1])
+				b.MovQ(rs, t)
+				b.SubQ(a, t)
+				b.SubQ(o, rs)
+				b.CmovQ(snippet.CondE, rs, t)
+				b.TestQ(t, t)
+				branch()
+				b.AddQ(o, rs)
+			default:
+				if s.partner != 0 {
+					b.CmpQ(rs, partner)
+					b.Jcc(snippet.CondE, same)
+				}
+				b.CmpQ(rs, slot)
+				branch()
 			}
 			regs, reuse := probeRegs, avail
 			var reload func()
@@ -643,9 +761,10 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				// register, which costs the move a store-to-load round
 				// trip (in bzip2's mainGtU, a tenth of the samples fell
 				// right after such pops).
-				second := slot.Add(int64(8 * (s.second - s.slot)))
-				b.CmpQ(rs, second)
-				b.Jcc(snippet.CondE, same)
+				if !s.pair || s.partner != 0 { // (else the pair compared it)
+					b.CmpQ(rs, second)
+					b.Jcc(snippet.CondE, same)
+				}
 				toSecond := func(regs []snippet.Reg) {
 					for _, r := range regs {
 						if r != rs && !slot.Reads(r) {

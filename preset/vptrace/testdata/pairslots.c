@@ -1,0 +1,24 @@
+/* Look-ups in tables of up to two pages by a symbol of the data, in loops:
+ * each access lands on either page at random, and the site checks its two
+ * slots with one branch (a cmov between two compares) instead of a branch
+ * per slot, which would be mispredicted about every other time
+ * (TestPairSlots). */
+#include <stdint.h>
+
+/* Indexed by a byte loaded from memory (movzbl (mem)). */
+void hist_bytes(const uint8_t *in, long n, uint64_t *hist)
+{
+	for (long i = 0; i < n; i++)
+		hist[in[i]]++;
+}
+
+/* Indexed by the low byte of a loaded word (movzbl %reg). */
+uint64_t sum_low(const uint32_t *in, long n, const uint64_t *table)
+{
+	uint64_t s = 0;
+	for (long i = 0; i < n; i++) {
+		uint32_t v = in[i];
+		s += table[(uint8_t)v] ^ v;
+	}
+	return s;
+}

@@ -1,0 +1,51 @@
+/* Driver for pairslots.c: two histograms and two tables of 256 8-byte
+ * entries, each 2 KiB across a page boundary (1 KiB on either side),
+ * indexed by pseudo-random bytes: the second of each finds the slots
+ * holding the first's pages. Prints the pages of both with the kinds of access
+ * the instrumented functions made ("page 0x... RW", "R": the driver fills
+ * the table itself) and their extent ("span ADDR PAGES"). */
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+void hist_bytes(const uint8_t *in, long n, uint64_t *hist);
+uint64_t sum_low(const uint32_t *in, long n, const uint64_t *table);
+
+static void pages(const void *p, long from, long to, const char *kinds)
+{
+	for (uintptr_t q = ((uintptr_t)p + from) >> 12; q <= ((uintptr_t)p + to - 1) >> 12; q++)
+		printf("page 0x%lx %s\n", (unsigned long)(q << 12), kinds);
+}
+
+int main(void)
+{
+	static uint8_t bytes[100000];
+	static uint32_t words[100000];
+	uint64_t seed = 7;
+	for (long i = 0; i < 100000; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		bytes[i] = (uint8_t)(seed >> 56);
+		words[i] = (uint32_t)(seed >> 24);
+	}
+	char *m = mmap(0, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 1;
+	uint64_t *hist[2], *table[2], s = 0;
+	for (int k = 0; k < 2; k++) {
+		hist[k] = (uint64_t *)(m + (2 * k + 1) * 4096 - 1024);
+		table[k] = (uint64_t *)(m + (2 * k + 5) * 4096 - 1024);
+		hist_bytes(bytes + k, 100000 - k, hist[k]);
+	}
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 256; i++)
+			table[k][i] = hist[k][i] * 2654435761u;
+		s += sum_low(words + k, 100000 - k, table[k]);
+	}
+	printf("sum %016llx\n", (unsigned long long)s);
+	for (int k = 0; k < 2; k++) {
+		pages(hist[k], 0, 2048, "RW");
+		pages(table[k], 0, 2048, "R");
+	}
+	printf("span 0x%lx 8\n", (unsigned long)(uintptr_t)m);
+	return 0;
+}
