@@ -1,13 +1,10 @@
 package vptrace_test
 
 import (
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"hijack/internal/testutil"
-	"hijack/vptrace/trace"
 )
 
 // TestPairSlots checks the look-ups in a two-page table by a byte of the
@@ -28,28 +25,11 @@ func TestPairSlots(t *testing.T) {
 					t.Errorf("%s: no pair (cmove):\n%s", fn, strings.Join(lines, "\n"))
 				}
 			}
-			drv := testutil.Compile(t, dir, "gcc", "testdata/pairslots_main.c", "-O2")
-			exe := filepath.Join(dir, "app")
-			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
-			out, vpt := runTraced(t, exe)
-			want := printedKinds(out)
-			var span []uint64
-			for _, line := range strings.Split(string(out), "\n") {
-				var at, n uint64
-				if _, err := fmt.Sscanf(line, "span 0x%x %d", &at, &n); err == nil {
-					for p := at >> 12; p < at>>12+n; p++ {
-						span = append(span, p)
-					}
-				}
-			}
+			span, want, got, out := runDriver(t, dir, "testdata/pairslots_main.c", inst, rt)
 			if len(span) != 8 || len(want) != 8 {
 				t.Fatalf("the driver printed %d pages of %d:\n%s", len(want), len(span), out)
 			}
-			tr, err := trace.Load(vpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if wrong := wrongKinds(span, want, tracedKinds(tr.Threads)); len(wrong) > 0 {
+			if wrong := wrongKinds(span, want, got); len(wrong) > 0 {
 				t.Errorf("%d of %d pages wrong: %v", len(wrong), len(span), head(wrong))
 			}
 		})

@@ -197,30 +197,42 @@ func TestStraddle(t *testing.T) {
 				setting = "exact=true"
 			}
 			dir := t.TempDir()
-			drv := testutil.Compile(t, dir, "gcc", "testdata/straddle_main.c", "-O2")
 			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/straddle.c", opt), setting)
-			exe := filepath.Join(dir, "app")
-			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
-			out, vpt := runTraced(t, exe)
-			want := printedKinds(out)
-			var buf, pages uint64
-			for _, line := range strings.Split(string(out), "\n") {
-				fmt.Sscanf(line, "buf 0x%x %d", &buf, &pages)
+			span, want, got, out := runDriver(t, dir, "testdata/straddle_main.c", inst, rt)
+			if len(span) == 0 || len(want) < 40 {
+				t.Fatalf("the driver printed %d pages of a buffer of %d:\n%s", len(want), len(span), out)
 			}
-			if pages == 0 || len(want) < 40 {
-				t.Fatalf("the driver printed %d pages of a buffer of %d:\n%s", len(want), pages, out)
-			}
-			tr, err := trace.Load(vpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var buffer []uint64 // every page of the buffer: none extra
-			for p := buf >> 12; p < buf>>12+pages; p++ {
-				buffer = append(buffer, p)
-			}
-			if wrong := wrongKinds(buffer, want, tracedKinds(tr.Threads)); len(wrong) > 0 {
-				t.Errorf("%d of %d pages wrong: %v", len(wrong), pages, head(wrong))
+			if wrong := wrongKinds(span, want, got); len(wrong) > 0 {
+				t.Errorf("%d of %d pages wrong: %v", len(wrong), len(span), head(wrong))
 			}
 		})
 	}
+}
+
+// runDriver links the instrumented object inst with a driver (the C file
+// src, compiled -O2) and the runtime rt in dir, runs the program traced,
+// and returns what the driver printed: the pages of the extents it names
+// ("span 0xADDR PAGES", every page of each), the kinds of the pages it
+// touched ("page 0x... KINDS"; printedKinds) and its output; and the
+// kinds of the trace's pages (tracedKinds). wrongKinds over the span
+// then finds pages missing, extra or of other kinds.
+func runDriver(t *testing.T, dir, src, inst, rt string) (span []uint64, want, got map[uint64]string, out []byte) {
+	t.Helper()
+	drv := testutil.Compile(t, dir, "gcc", src, "-O2")
+	exe := filepath.Join(dir, "app")
+	testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+	out, vpt := runTraced(t, exe)
+	for _, line := range strings.Split(string(out), "\n") {
+		var at, n uint64
+		if _, err := fmt.Sscanf(line, "span 0x%x %d", &at, &n); err == nil {
+			for p := at >> 12; p < at>>12+n; p++ {
+				span = append(span, p)
+			}
+		}
+	}
+	tr, err := trace.Load(vpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return span, printedKinds(out), tracedKinds(tr.Threads), out
 }

@@ -1,13 +1,10 @@
 package vptrace_test
 
 import (
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"hijack/internal/testutil"
-	"hijack/vptrace/trace"
 )
 
 // TestSymbolBase checks the crossing checks of look-ups through a register
@@ -29,28 +26,11 @@ func TestSymbolBase(t *testing.T) {
 					t.Errorf("%s: crossing check %v, want %v:\n%s", fn, got, want, strings.Join(disasm(t, inst, fn), "\n"))
 				}
 			}
-			drv := testutil.Compile(t, dir, "gcc", "testdata/symbase_main.c", "-O2")
-			exe := filepath.Join(dir, "app")
-			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
-			out, vpt := runTraced(t, exe)
-			want := printedKinds(out)
-			var arrays []uint64
-			for _, line := range strings.Split(string(out), "\n") {
-				var at, n uint64
-				if _, err := fmt.Sscanf(line, "span 0x%x %d", &at, &n); err == nil {
-					for p := at >> 12; p < at>>12+n; p++ {
-						arrays = append(arrays, p)
-					}
-				}
-			}
+			arrays, want, got, out := runDriver(t, dir, "testdata/symbase_main.c", inst, rt)
 			if len(arrays) != 12 || len(want) != 11 {
 				t.Fatalf("the driver printed %d pages of %d:\n%s", len(want), len(arrays), out)
 			}
-			tr, err := trace.Load(vpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if wrong := wrongKinds(arrays, want, tracedKinds(tr.Threads)); len(wrong) > 0 {
+			if wrong := wrongKinds(arrays, want, got); len(wrong) > 0 {
 				t.Errorf("%d of %d pages wrong: %v", len(wrong), len(arrays), head(wrong))
 			}
 		})

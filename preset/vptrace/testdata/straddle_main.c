@@ -2,7 +2,8 @@
  * next to them), twice in a row on the same address (the second finds
  * the first page in the slot, and must still record the second page of
  * a new pair), then a gather over offsets that cross. Prints every page
- * touched with its kinds ("page 0x... R", "W", "RW"). */
+ * touched with its kinds ("page 0x... R", "W", "RW") and the buffer's
+ * extent ("span ADDR PAGES"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ int main(void)
 	s += gather((char *)buf, off, 24);
 	for (int k = 0; k < 24; k++)
 		touch(buf, buf + off[k], 8, 1);
-	printf("sum %ld\nbuf 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
+	printf("sum %ld\nspan 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
 	for (int p = 0; p < PAGES; p++)
 		if (kinds[p])
 			printf("page 0x%lx %s\n", (unsigned long)(uintptr_t)(buf + p * 4096L),
