@@ -3,7 +3,7 @@
 # workloads of vptrace/testdata/workloads (and the PCS simulation of the
 # vptracer thesis, `pcs`).
 #
-#   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-c] [-k] [WORKLOAD...]
+#   scripts/bench-vptrace.sh [-n RUNS] [-O "CFLAGS"] [-t TLS] [-c] [-k] [WORKLOAD...]
 #
 # For each workload the kernel object is compiled with CFLAGS (default -O2),
 # linked plain, linked with the runtime but not instrumented (`base`:
@@ -18,6 +18,10 @@
 # ratios (a round's builds run back to back, so a machine that speeds up or
 # slows down between rounds moves both sides of a ratio alike), and the
 # geometric means of the ratios over the workloads.
+# -t sets the preset's tls parameter (auto, local-exec, initial-exec,
+# indirect; default: not set, i.e. auto, which is what `hijack -r` picks for
+# these kernels: indirect, as gcc compiles them position-independent; `hijack
+# cc` builds get initial-exec: -t initial-exec measures what its users run).
 # With -c the figures are CPU time (user + system, all threads: perf stat's
 # task-clock) instead of wall time: steadier on a machine other jobs share
 # (the cost of the instrumentation is CPU work in every thread).
@@ -39,10 +43,12 @@ runs=7
 opt="-O2"
 keep=0
 metric=wall
-while getopts "n:O:ckh" o; do
+tls=
+while getopts "n:O:t:ckh" o; do
 	case $o in
 	n) runs=$OPTARG ;;
 	O) opt=$OPTARG ;;
+	t) tls=$OPTARG ;;
 	c) metric=cpu ;;
 	k) keep=1 ;;
 	*) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 2 ;;
@@ -55,6 +61,7 @@ bench_setup bench-vptrace "$@"
 
 rules() { # threshold
 	printf 'version: 1\nrules:\n  - preset: vptrace\n    params:\n      threshold: %s\n      pagesize: 4096\n      usestack: false\n' "$1"
+	[ -z "$tls" ] || printf '      tls: %s\n' "$tls"
 }
 rules 0.0 >"$dir/T0.yaml"
 rules 1.0 >"$dir/T1.yaml"
@@ -88,7 +95,7 @@ build() {
 }
 
 echo "vptrace overhead: $CC $opt kernels, driver -O2, $runs rounds, median $metric time; ratios: medians of the rounds' ratios"
-echo "rewriter $HIJACK, runtime $VPTRACE_LIB"
+echo "rewriter $HIJACK, runtime $VPTRACE_LIB, tls ${tls:-auto: as hijack -r picks}"
 echo
 printf '%-10s %7s %7s %7s %7s %7s %7s %7s %7s %7s %11s %9s %8s\n' \
 	workload plain base T0 T0/base T0/pl T1 T1/base off off/base 'events(T0)' ev/s pages
