@@ -72,7 +72,8 @@ type site struct {
 	chained bool
 	// pair: the site compares its page with two slots (its partner's and
 	// its own, or its own and its second) without a branch between, and
-	// branches once on whether either holds it (objState.pairs).
+	// branches once on whether either holds it (site.pairable; ABI.md
+	// "Two slots, one branch").
 	pair bool
 }
 
