@@ -36,10 +36,6 @@ type partners struct {
 	// sameBase can match only): find looks at one register's sites, not
 	// every site of the function before it.
 	byBase map[x86asm.Reg][]partnerSite
-	// chained marks the sites given a partner whose index comes from the
-	// same register (sameIndex): they usually match it and leave their
-	// own slots alone.
-	chained map[*site]bool
 	// unchanged's scratch, kept across its calls: seen[b] == gen marks
 	// block b visited by the current call.
 	seen []uint32
@@ -53,7 +49,7 @@ type partnerSite struct {
 }
 
 func newPartners(g *cfg.Graph, lv *cfg.Liveness) *partners {
-	return &partners{g: g, lv: lv, byBase: make(map[x86asm.Reg][]partnerSite), chained: make(map[*site]bool)}
+	return &partners{g: g, lv: lv, byBase: make(map[x86asm.Reg][]partnerSite)}
 }
 
 // sameBase reports whether two accesses go through the same base register
@@ -71,7 +67,7 @@ func sameBase(a, b x86asm.Mem) bool {
 // access may be another array's (`a[j]`). Among those, one that is not
 // itself chained to such a partner comes first: a site that matched its
 // partner leaves its own slot as it was, so its slot may hold an older
-// page.
+// page. find sets s.chained where it chose a partner by index.
 func (p *partners) find(s *site) int {
 	b := p.g.BlockOf(s.inst)
 	if b == nil || !sameBase(s.acc.Mem, s.acc.Mem) {
@@ -92,8 +88,8 @@ func (p *partners) find(s *site) int {
 			p.unchanged(c.s.inst, cb, s.inst, b, kit.AddrRegs(x86asm.Mem{Base: s.acc.Mem.Base})) {
 			same := p.sameIndex(c.s, cb, s, b)
 			switch {
-			case same && !p.chained[c.s]:
-				p.chained[s] = true
+			case same && !c.s.chained:
+				s.chained = true
 				return c.k + 1
 			case same && byIndex == 0:
 				byIndex = c.k + 1
@@ -103,7 +99,7 @@ func (p *partners) find(s *site) int {
 		}
 	}
 	if byIndex != 0 {
-		p.chained[s] = true
+		s.chained = true
 		return byIndex
 	}
 	return near

@@ -182,7 +182,6 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 			default:
 				if !sel.exact && !s.rep {
 					s.partner = pa.find(s)
-					s.chained = pa.chained[s]
 				}
 				err = st.instrument(s, sel.exact)
 				if err == nil && !sel.exact && !s.rep {

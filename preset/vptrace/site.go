@@ -67,8 +67,10 @@ type site struct {
 	// stays inline, where a slot miss that hits the cache costs no jump
 	// out of line and back (objState.scattered).
 	scattered bool
-	// chained: the partner's index comes from the same register as the
-	// site's (partners.sameIndex): the two mostly share a page.
+	// chained: the partner (partners.find sets both) is an access whose
+	// index comes from the same register as the site's (sameIndex): the
+	// two usually share a page, the site matches its partner's slot and
+	// leaves its own alone.
 	chained bool
 	// pair: the site compares its page with two slots (its partner's and
 	// its own, or its own and its second) without a branch between, and
@@ -505,13 +507,13 @@ func (sel *selector) symbolValues() []symBlock {
 	g := sel.g
 	in := make([]symBlock, len(g.Blocks))
 	sel.symIn = in
-	any := false
-	for i := g.Func.Start; i < g.Func.End && !any; i++ {
-		if in := &g.Sec.Insts[i]; in.Kind == ibr.Code && in.Flags&ibr.Prefix == 0 {
-			_, _, any = sel.symbolLea(i)
+	hasLea := false
+	for i := g.Func.Start; i < g.Func.End && !hasLea; i++ {
+		if inst := &g.Sec.Insts[i]; inst.Kind == ibr.Code && inst.Flags&ibr.Prefix == 0 {
+			_, _, hasLea = sel.symbolLea(i)
 		}
 	}
-	if !any {
+	if !hasLea {
 		return in // (no block reached: nothing known anywhere)
 	}
 	for _, b := range g.Blocks {
