@@ -107,14 +107,9 @@ func (st *objState) symbolIndexed(s *site, g *cfg.Graph) bool {
 			a := g.Sec.Asm(i)
 			switch a.Op {
 			case x86asm.MOVZX:
-				switch src := a.Args[1].(type) {
-				case x86asm.Mem:
-					return a.MemBytes == 1 || a.MemBytes == 2
-				case x86asm.Reg:
-					_, w, ok := effect.GPR(src)
-					return ok && w <= 2
-				}
-				return false
+				// (a byte or word: what bounds an index)
+				_, ok := indexBound(a, r)
+				return ok
 			case x86asm.SHL:
 				if _, ok := a.Args[1].(x86asm.Imm); ok {
 					return from(r, i, depth+1)
