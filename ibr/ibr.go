@@ -311,7 +311,7 @@ const (
 	// starts).
 	LinkHot
 	// LinkCold: the start of the Cold part of the snippet that holds the
-	// link.
+	// link (in its hot part, or in the cold part itself).
 	LinkCold
 )
 
@@ -407,7 +407,11 @@ func (s *Section) checkLinks(i int, sn, hot *Snippet) error {
 		case LinkHot:
 			ok = ok && hot != nil && l.Delta >= 0 && l.Delta <= int64(len(hot.Code))
 		case LinkCold:
-			ok = ok && hot == nil && sn.Cold != nil && l.Delta >= 0 && l.Delta < int64(len(sn.Cold.Code))
+			cold := sn.Cold // (from the hot part; else within the cold part itself)
+			if hot != nil {
+				cold = sn
+			}
+			ok = ok && cold != nil && l.Delta >= 0 && l.Delta < int64(len(cold.Code))
 		default:
 			ok = false
 		}

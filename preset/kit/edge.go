@@ -1,19 +1,25 @@
 package kit
 
 import (
+	"fmt"
+	"slices"
+
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
+	"hijack/snippet"
 )
 
 // Edge says where code for a control-flow edge goes: after instruction
-// Inst, on its fall-through path (After), or before it (Inst is an
-// unconditional jump along the edge).
+// Inst, on its fall-through path (After), before it (Inst is an
+// unconditional jump along the edge), or out of line on the taken path
+// of the conditional jump Inst (Taken; see EdgeToOrTaken).
 type Edge struct {
 	Inst  int
 	After bool
+	Taken bool
 }
 
 // EdgeTo returns where code for the edge from block p to block t of g
@@ -42,9 +48,47 @@ func EdgeTo(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 	return Edge{}, false
 }
 
+// EdgeToOrTaken is EdgeTo, and also finds a place for code on the taken
+// path of a conditional jump from p to t (jcc, not jrcxz or loop): the
+// code goes out of line, after the function, behind a jump with the
+// jump's own condition that Insert puts before the jump, and jumps back
+// to the jump, which then takes its own way (Edge.Taken). The flags the
+// jump tests are live in the code (Live): it must keep them. Codes put on
+// the same path run in the order they were put there.
+func EdgeToOrTaken(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
+	if e, ok := EdgeTo(g, p, t); ok {
+		return e, true
+	}
+	last := p.End - 1
+	s := g.Sec
+	in := &s.Insts[last]
+	if in.Kind != ibr.Code || in.Flags&ibr.Prefix != 0 || in.Link == nil || in.Link.Kind != ibr.LinkBranch || in.Link.Target != g.Blocks[t].Start {
+		return Edge{}, false
+	}
+	if _, ok := jccCond(s.Asm(last).Op); !ok || !s.CanInsertBefore(last) {
+		return Edge{}, false
+	}
+	if p.End == g.Blocks[t].Start {
+		return Edge{}, false // (taken and fall-through both reach t)
+	}
+	return Edge{Inst: last, Taken: true}, true
+}
+
+// jccCond returns the condition code of a jcc (its opcode's low nibble,
+// as snippet.Cond numbers them).
+func jccCond(op x86asm.Op) (snippet.Cond, bool) {
+	for c, j := range [...]x86asm.Op{x86asm.JO, x86asm.JNO, x86asm.JB, x86asm.JAE, x86asm.JE, x86asm.JNE, x86asm.JBE, x86asm.JA,
+		x86asm.JS, x86asm.JNS, x86asm.JP, x86asm.JNP, x86asm.JL, x86asm.JGE, x86asm.JLE, x86asm.JG} {
+		if op == j {
+			return snippet.Cond(c), true
+		}
+	}
+	return 0, false
+}
+
 // Live returns what is live where code for the edge runs (lv is the
 // function's liveness): after the instruction, everything live on any of
-// its paths.
+// its paths; before a jump (taken or not), what the jump needs too.
 func (e Edge) Live(lv *cfg.Liveness) cfg.Live {
 	if e.After {
 		return lv.After(e.Inst)
@@ -54,10 +98,64 @@ func (e Edge) Live(lv *cfg.Liveness) cfg.Live {
 
 // Insert inserts sn on the edge.
 func (e Edge) Insert(s *ibr.Section, sn *ibr.Snippet) error {
-	if e.After {
+	switch {
+	case e.After:
 		return s.InsertAfter(e.Inst, sn)
+	case e.Taken:
+		return insertTaken(s, e.Inst, sn)
 	}
 	return s.InsertBefore(e.Inst, sn)
+}
+
+// insertTaken inserts sn on the taken path of the conditional jump i:
+// `j<cc> 1f` before it, and out of line `1: <sn>; jmp <back>`, back being
+// the end of that j<cc> (the code inserted after it, then the jump, which
+// the flags take again), then sn's own cold part, if any (its jumps to
+// the end of sn's hot part go to the jmp).
+func insertTaken(s *ibr.Section, i int, sn *ibr.Snippet) error {
+	in := &s.Insts[i]
+	cc, ok := jccCond(s.Asm(i).Op)
+	if !ok || in.Link == nil || in.Link.Kind != ibr.LinkBranch {
+		return fmt.Errorf("%s: code on a taken path: not a conditional jump", s.Where(uint64(in.Off)))
+	}
+	const jcc = 6 // 0f 8x rel32
+	n := len(sn.Code)
+	code := append(append(make([]byte, 0, n+5), sn.Code...), 0xe9, 0, 0, 0, 0)
+	relocs := slices.Clip(sn.Relocs)
+	links := make([]ibr.SnippetLink, 0, len(sn.Links)+1)
+	// at is where sn's cold part goes, after the jmp: the hot part's
+	// links to it count from there now.
+	at := n + 5
+	for _, l := range sn.Links {
+		if l.To == ibr.LinkCold {
+			l.Delta += int64(at)
+		}
+		links = append(links, l)
+	}
+	links = append(links, ibr.SnippetLink{Off: n + 1, End: n + 5, To: ibr.LinkHot, Delta: jcc})
+	if c := sn.Cold; c != nil {
+		code = append(code, c.Code...)
+		for _, r := range c.Relocs {
+			r.Off += at
+			relocs = append(relocs, r)
+		}
+		for _, l := range c.Links {
+			l.Off, l.End = l.Off+at, l.End+at
+			switch l.To {
+			case ibr.LinkHot: // (sn's hot part starts the cold part now)
+				l.To = ibr.LinkCold
+			case ibr.LinkCold:
+				l.Delta += int64(at)
+			}
+			links = append(links, l)
+		}
+	}
+	hot := &ibr.Snippet{
+		Code:  []byte{0x0f, 0x80 | byte(cc), 0, 0, 0, 0},
+		Links: []ibr.SnippetLink{{Off: 2, End: jcc, To: ibr.LinkCold}},
+		Cold:  &ibr.Snippet{Code: code, Relocs: relocs, Links: links},
+	}
+	return s.InsertBefore(i, hot)
 }
 
 // IVStep returns the constant instruction i adds to the 64-bit register

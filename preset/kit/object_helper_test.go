@@ -2,9 +2,11 @@ package kit_test
 
 import (
 	"debug/elf"
+	"os"
 	"testing"
 
 	"hijack/elfobj"
+	"hijack/emit"
 	"hijack/ibr"
 )
 
@@ -82,4 +84,20 @@ func buildObject(fns []fn, relocs []reloc) (*ibr.Object, error) {
 		return nil, err
 	}
 	return ibr.Build(f)
+}
+
+// writeObject lays out o's code with what was inserted (emit.Emit) and
+// writes the object to path.
+func writeObject(t *testing.T, o *ibr.Object, path string) {
+	t.Helper()
+	if err := emit.Emit(o, func(w string) { t.Log(w) }); err != nil {
+		t.Fatal(err)
+	}
+	data, err := o.File.Write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"testing"
 
-	"hijack/emit"
 	"hijack/ibr"
 	"hijack/internal/testutil"
 	"hijack/preset/kit"
@@ -205,17 +204,8 @@ int main(void) { printf("%d\n", counter); return counter != 42; }
 			if err := x.Destructor("k_dtor", 0); err != nil {
 				t.Fatal(err)
 			}
-			if err := emit.Emit(o, func(w string) { t.Log(w) }); err != nil {
-				t.Fatal(err)
-			}
-			data, err := o.File.Write()
-			if err != nil {
-				t.Fatal(err)
-			}
 			obj, exe := filepath.Join(dir, model.String()+".o"), filepath.Join(dir, model.String())
-			if err := os.WriteFile(obj, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeObject(t, o, obj)
 			testutil.Link(t, "gcc", exe, main, obj)
 			out, err := exec.Command(exe).CombinedOutput()
 			if err != nil || string(out) != "42\ndestructor ran\n" {

@@ -24,7 +24,9 @@ import (
 // calls, interrupts, indirect jumps, instructions liveness cannot model,
 // function exits), one header (reducible), no block other code may enter
 // (External: a label taken, a landing pad), every entry and exit edge one
-// that takes code (kit.EdgeTo), none shared with another spilled loop.
+// that takes code (kit.EdgeToOrTaken: also where a conditional jump is
+// taken along it, an early return or break), none shared with another
+// spilled loop.
 // The saved registers are not referenced by any instruction of the loop,
 // so the values they are popped with at an exit are those they had at the
 // entry, as without the spill. (While a run lasts, rsp is lower than the
@@ -92,22 +94,21 @@ func (lr loopRegs) hoist() probeHoist {
 	return h
 }
 
-// spillLoops chooses the loops of g to spill around and inserts their
-// entry and exit code. cands are the sites that will get slot code
-// (instrument), for which the registers are wanted; taken are edges that
-// no spill code may share (stackSweepEdges). It returns, per block index,
-// what a spilled loop provides there.
-func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]bool) (map[int]loopRegs, error) {
+// spillNeeds is what the candidate sites of a function's blocks want of
+// a spill, per block index: the most registers a site of the block would
+// borrow (deficit; deficitC with the cache's address in a register), how
+// many of its sites would borrow one (short), whether a site reads its
+// slot (slotted) and whether one probes the cache (probing).
+type spillNeeds struct {
+	deficit, deficitC map[int]int
+	short             map[int]int
+	slotted, probing  map[int]bool
+}
+
+// spillNeeds finds what the sites cands of g want of a spill.
+func (st *objState) spillNeeds(g *cfg.Graph, cands []*site) spillNeeds {
 	lv := st.live[g]
-	ls := st.analysis.Loops[g]
-	if len(ls) == 0 || len(cands) == 0 {
-		return nil, nil
-	}
-	// The deficit of each block: the most registers a site of it would
-	// borrow (deficitC: with the cache's address in a register).
-	deficit, deficitC := make(map[int]int), make(map[int]int)
-	slotted := make(map[int]bool) // blocks with a site that reads its slot
-	probing := make(map[int]bool) // blocks with a site that probes the cache
+	nd := spillNeeds{deficit: make(map[int]int), deficitC: make(map[int]int), short: make(map[int]int), slotted: make(map[int]bool), probing: make(map[int]bool)}
 	for _, s := range cands {
 		at, ok := st.placement(s, g)
 		if !ok {
@@ -124,15 +125,46 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			}
 		}
 		x := g.BlockOf(at).Index
-		slotted[x] = slotted[x] || !s.exact
-		probing[x] = probing[x] || (!s.exact && kindBits(s.kind) != 0)
-		if d, ok := deficit[x]; !ok || want-dead > d {
-			deficit[x] = want - dead
+		nd.slotted[x] = nd.slotted[x] || !s.exact
+		nd.probing[x] = nd.probing[x] || (!s.exact && kindBits(s.kind) != 0)
+		if want > dead {
+			nd.short[x]++
 		}
-		if d, ok := deficitC[x]; !ok || wantC-dead > d {
-			deficitC[x] = wantC - dead
+		if d, ok := nd.deficit[x]; !ok || want-dead > d {
+			nd.deficit[x] = want - dead
+		}
+		if d, ok := nd.deficitC[x]; !ok || wantC-dead > d {
+			nd.deficitC[x] = wantC - dead
 		}
 	}
+	return nd
+}
+
+// of sums up what the sites of blocks nodes want: the registers they lack
+// (need; needC with the cache's address in a register), whether one
+// reads its slot and whether one probes the cache.
+func (nd spillNeeds) of(nodes []int) (need, needC int, slot, probes bool) {
+	for _, x := range nodes {
+		if d, ok := nd.deficit[x]; ok {
+			need, slot = max(need, d), slot || nd.slotted[x]
+			needC, probes = max(needC, nd.deficitC[x]), probes || nd.probing[x]
+		}
+	}
+	return need, needC, slot, probes
+}
+
+// spillLoops chooses the loops of g to spill around and inserts their
+// entry and exit code. cands are the sites that will get slot code
+// (instrument), for which the registers are wanted; taken are edges that
+// no spill code may share (stackSweepEdges). It returns, per block index,
+// what a spilled loop (or region, spillRegions) provides there.
+func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]bool) (map[int]loopRegs, error) {
+	lv := st.live[g]
+	ls := st.analysis.Loops[g]
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	nd := st.spillNeeds(g, cands)
 	free := make(map[int]loopRegs)
 	used := taken
 	// blocks control reaches: from the entry and every block entered
@@ -144,14 +176,8 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		// slot base hoisted (not local-exec) one more, wherever the
 		// loop has a site with slot code (hoisting saves a load of it at
 		// every access); the cache's and the hot line's addresses where
-		// a site probes (below).
-		need, needC, slot, probes := 0, 0, false, false
-		for _, x := range l.Nodes {
-			if d, ok := deficit[x]; ok {
-				need, slot = max(need, d), slot || slotted[x]
-				needC, probes = max(needC, deficitC[x]), probes || probing[x]
-			}
-		}
+		// a site probes (spillAround).
+		need, needC, slot, probes := nd.of(l.Nodes)
 		hasBase := st.tls != kit.LocalExec && slot
 		if need == 0 && !hasBase {
 			// (not for the cache's address alone: a short loop run
@@ -167,89 +193,7 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			}
 			return nil
 		}
-		// The order of regs: the slot base, the cache's and the hot
-		// line's addresses, then the registers the sites lack. The
-		// cache's only where the sites then lack nothing (what they
-		// lack costs them a push and a pop at every access).
-		held := 0
-		if hasBase {
-			held++
-		}
-		hasCache := probes && len(regs) >= held+needC+1
-		hasHot := false
-		if hasCache {
-			need = needC
-			held++
-			hasHot = len(regs) >= held+need+1
-			if hasHot {
-				held++
-			}
-		}
-		if len(regs) > held+need {
-			regs = regs[:held+need]
-		}
-		var lr loopRegs
-		for _, r := range regs {
-			lr.free |= 1 << r
-		}
-		take := func(x int) effect.Reg {
-			lr.free &^= 1 << regs[x]
-			return regs[x]
-		}
-		if hasBase {
-			lr.base, lr.hasBase = take(0), true
-		}
-		switch {
-		case hasHot:
-			lr.cache, lr.hot, lr.hasCache, lr.hasHot = take(held-2), take(held-1), true, true
-		case hasCache:
-			lr.cache, lr.hasCache = take(held-1), true
-		}
-		hoist := lr.hoist()
-		b := st.b
-		slots := st.slots()
-		// insert puts what b holds on edge e
-		insert := func(e kit.Edge) error {
-			sn, err := b.Assemble()
-			if err != nil {
-				return err
-			}
-			used[e] = true
-			return e.Insert(g.Sec, sn)
-		}
-		for _, e := range entries {
-			b.Save(regs...)
-			if hasBase {
-				// The indirect array's address is tested (flags).
-				flags := st.tls == kit.Indirect && e.Live(lv).Flags&effect.Status != 0
-				if flags {
-					b.Pushfq()
-				}
-				slots.At(b, 0, kit.Reg(regs[0]), true, true)
-				if flags {
-					b.Popfq()
-				}
-			}
-			if hasCache {
-				loadProbeTable(b, hoist.cache)
-			}
-			if hasHot {
-				loadProbeHot(b, hoist.hot)
-			}
-			if err := insert(e); err != nil {
-				return err
-			}
-		}
-		for _, e := range exits {
-			b.Restore(regs...)
-			if err := insert(e); err != nil {
-				return err
-			}
-		}
-		for _, x := range l.Nodes {
-			free[x] = lr
-		}
-		return nil
+		return st.spillAround(g, l.Nodes, regs, entries, exits, need, needC, hasBase, probes, used, free)
 	}
 	for _, l := range ls {
 		if l.Depth == 1 {
@@ -258,7 +202,103 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			}
 		}
 	}
+	if err := st.spillRegions(g, nd, used, free, reach); err != nil {
+		return nil, err
+	}
 	return free, nil
+}
+
+// spillAround saves regs (registers no instruction of blocks nodes
+// references, live there, r15 down) on the edges entries into nodes and
+// restores them on the edges exits out of them, and records in free what
+// the blocks then have: the slot base (hasBase), the cache probe's
+// addresses (where sites probe and registers are to spare) and the
+// registers the sites lack (need; needC with the cache's address held).
+func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, entries, exits []kit.Edge, need, needC int, hasBase, probes bool, used map[kit.Edge]bool, free map[int]loopRegs) error {
+	lv := st.live[g]
+	// The order of regs: the slot base, the cache's and the hot line's
+	// addresses, then the registers the sites lack. The cache's only
+	// where the sites then lack nothing (what they lack costs them a
+	// push and a pop at every access).
+	held := 0
+	if hasBase {
+		held++
+	}
+	hasCache := probes && len(regs) >= held+needC+1
+	hasHot := false
+	if hasCache {
+		need = needC
+		held++
+		hasHot = len(regs) >= held+need+1
+		if hasHot {
+			held++
+		}
+	}
+	if len(regs) > held+need {
+		regs = regs[:held+need]
+	}
+	var lr loopRegs
+	for _, r := range regs {
+		lr.free |= 1 << r
+	}
+	take := func(x int) effect.Reg {
+		lr.free &^= 1 << regs[x]
+		return regs[x]
+	}
+	if hasBase {
+		lr.base, lr.hasBase = take(0), true
+	}
+	switch {
+	case hasHot:
+		lr.cache, lr.hot, lr.hasCache, lr.hasHot = take(held-2), take(held-1), true, true
+	case hasCache:
+		lr.cache, lr.hasCache = take(held-1), true
+	}
+	hoist := lr.hoist()
+	b := st.b
+	slots := st.slots()
+	// insert puts what b holds on edge e
+	insert := func(e kit.Edge) error {
+		sn, err := b.Assemble()
+		if err != nil {
+			return err
+		}
+		used[e] = true
+		return e.Insert(g.Sec, sn)
+	}
+	for _, e := range entries {
+		b.Save(regs...)
+		if hasBase {
+			// The indirect array's address is tested (flags).
+			flags := st.tls == kit.Indirect && e.Live(lv).Flags&effect.Status != 0
+			if flags {
+				b.Pushfq()
+			}
+			slots.At(b, 0, kit.Reg(regs[0]), true, true)
+			if flags {
+				b.Popfq()
+			}
+		}
+		if hasCache {
+			loadProbeTable(b, hoist.cache)
+		}
+		if hasHot {
+			loadProbeHot(b, hoist.hot)
+		}
+		if err := insert(e); err != nil {
+			return err
+		}
+	}
+	for _, e := range exits {
+		b.Restore(regs...)
+		if err := insert(e); err != nil {
+			return err
+		}
+	}
+	for _, x := range nodes {
+		free[x] = lr
+	}
+	return nil
 }
 
 // regsWanted is how many registers the slot code of s takes with the cache
@@ -297,27 +337,11 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 	var refs effect.RegSet
 	for _, x := range l.Nodes {
 		b := g.Blocks[x]
-		if b.External || b.Exits != 0 || b.Table {
+		r, ok := spillBlock(lv, b)
+		if !ok || b.External {
 			return nil, nil, nil, false
 		}
-		for i := b.Start; i < b.End; i++ {
-			e := lv.Effect(i)
-			if !e.Known {
-				return nil, nil, nil, false
-			}
-			switch e.Ctrl {
-			case effect.Call, effect.IndirectCall, effect.Syscall, effect.Interrupt, effect.IndirectJump:
-				return nil, nil, nil, false
-			}
-			all := e.Use | e.Def | e.Partial
-			for k := 0; k < e.NMem; k++ {
-				all |= kit.AddrRegs(e.Mem[k].Mem)
-			}
-			if all.Has(effect.RSP) {
-				return nil, nil, nil, false
-			}
-			refs |= all
-		}
+		refs |= r
 		for _, p := range b.Preds {
 			if member[p.Index] || !reach[p.Index] {
 				continue // (padding between blocks falls through, never runs)
@@ -325,7 +349,7 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 			if x != header {
 				return nil, nil, nil, false
 			}
-			e, ok := kit.EdgeTo(g, p, header)
+			e, ok := kit.EdgeToOrTaken(g, p, header)
 			if !ok || used[e] {
 				return nil, nil, nil, false
 			}
@@ -335,7 +359,7 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 			if member[s.Index] {
 				continue
 			}
-			e, ok := kit.EdgeTo(g, b, s.Index)
+			e, ok := kit.EdgeToOrTaken(g, b, s.Index)
 			if !ok || used[e] {
 				return nil, nil, nil, false
 			}
@@ -345,17 +369,56 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 	if len(entries) == 0 || len(exits) == 0 {
 		return nil, nil, nil, false
 	}
-	live := lv.Before(g.Blocks[header].Start).Regs
-	for r := effect.Reg(15); r < 16; r-- {
-		// (never rax: a site whose flags are live keeps them there)
-		if r != effect.RSP && r != effect.RAX && !refs.Has(r) && live.Has(r) {
-			regs = append(regs, r)
-		}
-	}
+	regs = saveable(lv.Before(g.Blocks[header].Start).Regs, refs)
 	if len(regs) == 0 {
 		return nil, nil, nil, false
 	}
 	return regs, entries, exits, true
+}
+
+// saveable returns the registers worth saving around code that references
+// refs and is entered with live live: those it does not reference and
+// that are live (a dead one is free already), in the order Scratch
+// borrows them (r15 down); never rax, where a site whose flags are live
+// keeps them.
+func saveable(live, refs effect.RegSet) []effect.Reg {
+	var regs []effect.Reg
+	for r := effect.Reg(15); r < 16; r-- {
+		if r != effect.RSP && r != effect.RAX && !refs.Has(r) && live.Has(r) {
+			regs = append(regs, r)
+		}
+	}
+	return regs
+}
+
+// spillBlock reports whether registers saved before block b may stay
+// saved while it runs (no instruction reads or writes rsp, calls, or
+// cannot be modelled; the block does not leave the function or jump
+// through a table), and which registers its instructions reference.
+// Whether other code may enter it (External) is the caller's to check.
+func spillBlock(lv *cfg.Liveness, b *cfg.Block) (refs effect.RegSet, ok bool) {
+	if b.Exits != 0 || b.Table {
+		return 0, false
+	}
+	for i := b.Start; i < b.End; i++ {
+		e := lv.Effect(i)
+		if !e.Known {
+			return 0, false
+		}
+		switch e.Ctrl {
+		case effect.Call, effect.IndirectCall, effect.Syscall, effect.Interrupt, effect.IndirectJump:
+			return 0, false
+		}
+		all := e.Use | e.Def | e.Partial
+		for k := 0; k < e.NMem; k++ {
+			all |= kit.AddrRegs(e.Mem[k].Mem)
+		}
+		if all.Has(effect.RSP) {
+			return 0, false
+		}
+		refs |= all
+	}
+	return refs, true
 }
 
 // stackSweepEdges returns the edges where the code of a sweep whose
