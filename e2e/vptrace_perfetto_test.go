@@ -112,7 +112,7 @@ func TestVptracePerfetto(t *testing.T) {
 		}
 	}
 	if busy < 4 {
-		t.Errorf("only %d threads with more than one interval: %v", busy, s.Samples)
+		t.Errorf("only %d threads with more than two counter samples: %v", busy, s.Samples)
 	}
-	t.Logf("%d events, %d counter tracks, %d instants; %d threads with more than two intervals", s.Events, len(s.Samples), len(s.Instants), busy)
+	t.Logf("%d events, %d counter tracks, %d instants; %d threads with more than two counter samples", s.Events, len(s.Samples), len(s.Instants), busy)
 }

@@ -38,11 +38,16 @@ func TestPairSlots(t *testing.T) {
 
 // hasOp reports whether a function's lines (disasm) have an instruction
 // with mnemonic op.
-func hasOp(lines []string, op string) bool {
+func hasOp(lines []string, op string) bool { return countOp(lines, op) > 0 }
+
+// countOp counts the instructions with mnemonic op in a function's lines
+// (disasm).
+func countOp(lines []string, op string) int {
+	n := 0
 	for _, line := range lines {
 		if f := strings.Fields(line); len(f) >= 2 && strings.HasSuffix(f[0], ":") && f[1] == op {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }

@@ -63,22 +63,15 @@ func (st *objState) spillRegions(g *cfg.Graph, nd spillNeeds, used map[kit.Edge]
 			continue
 		}
 		nodes := growRegion(g, h, ok, taken, member, reach)
-		nodes = trimRegion(g, nodes, member, nd, used)
+		nodes, exits := trimRegion(g, nodes, member, nd, used)
 		if len(nodes) == 0 {
 			continue
 		}
-		var exits []kit.Edge
 		var all effect.RegSet
 		short := 0
 		for _, x := range nodes {
 			all |= refs[x]
 			short += nd.short[x]
-			for _, s := range g.Blocks[x].Succs {
-				if !member[s.Index] {
-					e, _ := kit.EdgeToOrTaken(g, g.Blocks[x], s.Index) // (trimRegion checked)
-					exits = append(exits, e)
-				}
-			}
 		}
 		regs := saveable(lv.Before(hb.Start).Regs, all)
 		for _, x := range nodes {
@@ -169,8 +162,8 @@ func growRegion(g *cfg.Graph, h int, ok, taken, member, reach []bool) []int {
 // reached in it, and then drops blocks with an exit edge that takes no
 // code, with the blocks that depend on them (a predecessor dropped). It
 // returns the blocks kept (member still set for them, cleared for the
-// others), none if the header goes.
-func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used map[kit.Edge]bool) []int {
+// others), none if the header goes, and the edges out of them.
+func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used map[kit.Edge]bool) ([]int, []kit.Edge) {
 	// useful: reaches a block with a short site, backwards from them
 	useful := make(map[int]bool, len(nodes))
 	var work []int
@@ -194,9 +187,12 @@ func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used ma
 		member[x] = useful[x]
 	}
 	// Drop blocks with an exit that takes no code, and what depends on
-	// them, until none is left.
+	// them, until none is left; the exits of the pass that dropped none
+	// are the region's.
+	var exits []kit.Edge
 	for changed := true; changed; {
 		changed = false
+		exits = exits[:0]
 		for _, x := range nodes {
 			if !member[x] {
 				continue
@@ -214,9 +210,11 @@ func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used ma
 				if member[s.Index] {
 					continue
 				}
-				if e, ok := kit.EdgeToOrTaken(g, b, s.Index); !ok || used[e] {
+				e, ok := kit.EdgeToOrTaken(g, b, s.Index)
+				if !ok || used[e] {
 					drop = true
 				}
+				exits = append(exits, e)
 			}
 			if drop {
 				member[x] = false
@@ -228,7 +226,7 @@ func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used ma
 		for _, x := range nodes {
 			member[x] = false
 		}
-		return nil
+		return nil, nil
 	}
 	kept := nodes[:0]
 	for _, x := range nodes {
@@ -236,5 +234,5 @@ func trimRegion(g *cfg.Graph, nodes []int, member []bool, nd spillNeeds, used ma
 			kept = append(kept, x)
 		}
 	}
-	return kept
+	return kept, exits
 }

@@ -26,12 +26,7 @@ func TestRegions(t *testing.T) {
 				dir := t.TempDir()
 				inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/regions.c", opt), "tls="+tls)
 				lines := disasm(t, inst, "gt_run")
-				pushes := 0
-				for _, line := range lines {
-					if f := strings.Fields(line); len(f) >= 2 && strings.HasSuffix(f[0], ":") && f[1] == "push" {
-						pushes++
-					}
-				}
+				pushes := countOp(lines, "push")
 				// (without regions: a push or two at each of the 32 sites;
 				// with them 4 at the start, 2 of the program's and 4 before
 				// the loop, and those of probes' miss paths)
