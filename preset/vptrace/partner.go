@@ -27,7 +27,8 @@ import (
 // order, the partner of each: the nearest earlier slot site whose block
 // dominates the site's (or the same block), through the same base
 // register left unchanged in between, with every kind of access the site
-// has.
+// has and a slot that holds what the site's does (a page's number or its
+// base: site.byAddr).
 type partners struct {
 	g    *cfg.Graph
 	lv   *cfg.Liveness
@@ -77,7 +78,7 @@ func (p *partners) find(s *site) int {
 	cands := p.byBase[s.acc.Mem.Base]
 	for i := len(cands) - 1; i >= 0; i-- {
 		c := cands[i]
-		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) {
+		if c.s.kind&kindBits(s.kind) != kindBits(s.kind) || c.s.byAddr != s.byAddr {
 			continue
 		}
 		cb := p.g.BlockOf(c.s.inst)

@@ -108,6 +108,9 @@ type objState struct {
 	// loaded holds, per loop of the function being instrumented, the
 	// registers whose values come from what the loop loads (scattered).
 	loaded map[*loops.Loop]effect.RegSet
+	// irregular holds, per loop of the function being instrumented,
+	// the registers it does not step by constants (irregularRegs).
+	irregular map[*loops.Loop]effect.RegSet
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -170,6 +173,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		st.chain = st.baseChains(g, sel.sites, ordinary)
 		st.bases = make(map[*site]effect.Reg)
 		st.loaded = make(map[*loops.Loop]effect.RegSet)
+		st.irregular = make(map[*loops.Loop]effect.RegSet)
 		for k, s := range sel.sites {
 			var err error
 			switch sw := sweeps[k]; {
@@ -181,6 +185,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 				err = st.instrumentRepAfter(s)
 			default:
 				if !sel.exact && !s.rep {
+					s.byAddr = s.carry() && st.steady(s, g)
 					s.partner = pa.find(s)
 				}
 				err = st.instrument(s, sel.exact)

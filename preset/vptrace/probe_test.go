@@ -182,7 +182,7 @@ func TestProbeKinds(t *testing.T) {
 
 // TestStraddle runs reads and writes whose bytes cross a page boundary
 // (testdata/straddle.c: accessors called twice on the same address, a
-// gather in a loop): the trace must have both pages of every crossing
+// gather in a loop, a walk in a loop that steps its position): the trace must have both pages of every crossing
 // access with its kind, and no page of the buffer the accesses did not
 // touch. The second page is recorded through the stub at every crossing,
 // the first unless the site's slot has it.
@@ -198,6 +198,17 @@ func TestStraddle(t *testing.T) {
 			}
 			dir := t.TempDir()
 			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/straddle.c", opt), setting)
+			if how != "exact" {
+				// get8 and walk8 check their 8 bytes by address
+				// against a page base (4096-8: cmp $0xff8), gather,
+				// whose offsets its loop loads, by page number.
+				for fn, want := range map[string]bool{"get8": true, "walk8": true, "gather": false} {
+					lines := disasm(t, inst, fn)
+					if byAddr := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "cmp    $0xff8,%") }); byAddr != want {
+						t.Errorf("%s: checks by address %v, want %v:\n%s", fn, byAddr, want, strings.Join(lines, "\n"))
+					}
+				}
+			}
 			span, want, got, out := runDriver(t, dir, "testdata/straddle_main.c", inst, rt)
 			if len(span) == 0 || len(want) < 40 {
 				t.Fatalf("the driver printed %d pages of a buffer of %d:\n%s", len(want), len(span), out)

@@ -72,6 +72,11 @@ type site struct {
 	// two usually share a page, the site matches its partner's slot and
 	// leaves its own alone.
 	chained bool
+	// byAddr: the site's slots hold the base address of a page, not its
+	// number, and it checks its bytes against them by address (a site
+	// whose bytes may cross a page boundary, whose loop, if any, steps
+	// its address: objState.steady; code).
+	byAddr bool
 	// pair: the site compares its page with two slots (its partner's and
 	// its own, or its own and its second) without a branch between, and
 	// branches once on whether either holds it (site.pairable; ABI.md

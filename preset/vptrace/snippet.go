@@ -54,7 +54,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	second := !exact && !s.rep && kindBits(s.kind) != 0 && (!inLoop || small || table && s.partner == 0)
 	k := st.addSite(s, second)
 	s.scattered = !second && st.scattered(s, g)
-	s.pair = table && s.pairable()
+	s.pair = table && s.pairable() && !s.byAddr // (a table's index is not steady: never both)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -176,16 +176,22 @@ func (st *objState) smallTable(s *site, g *cfg.Graph) bool {
 // innermost loop around s, from a value the loop loads (loadedRegs). It
 // only chooses where the site's code after a slot miss goes.
 func (st *objState) scattered(s *site, g *cfg.Graph) bool {
+	return kit.AddrRegs(s.acc.Mem)&st.ofLoop(s, g, st.loaded, st.loadedRegs) != 0
+}
+
+// ofLoop returns what of returns for the innermost loop around s (none:
+// outside loops), once per loop (kept in seen).
+func (st *objState) ofLoop(s *site, g *cfg.Graph, seen map[*loops.Loop]effect.RegSet, of func(*cfg.Graph, *loops.Loop) effect.RegSet) effect.RegSet {
 	l := st.analysis.Info(g.BlockOf(s.inst)).Loop
 	if l == nil {
-		return false
+		return 0
 	}
-	r, ok := st.loaded[l]
+	r, ok := seen[l]
 	if !ok {
-		r = st.loadedRegs(g, l)
-		st.loaded[l] = r
+		r = of(g, l)
+		seen[l] = r
 	}
-	return kit.AddrRegs(s.acc.Mem)&r != 0
+	return r
 }
 
 // loadedRegs returns the registers some instruction of loop l defines
@@ -194,33 +200,122 @@ func (st *objState) scattered(s *site, g *cfg.Graph) bool {
 // from registers that are such, to a fixed point over the loop's
 // instructions in any order: a look-up keyed by data, a pointer chase.
 func (st *objState) loadedRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
-	var loaded effect.RegSet
+	return st.spread(g, l, func(i int, e *effect.Effect, def, loaded effect.RegSet) bool {
+		for _, a := range e.Mem[:e.NMem] {
+			if a.Arg >= 0 { // (its memory operand)
+				// (a stack slot: neither loaded nor followed)
+				return a.Mem.Base != x86asm.RSP && a.Mem.Base != x86asm.RBP
+			}
+		}
+		return e.Use&loaded != 0
+	})
+}
+
+// spread grows a set of registers to a fixed point over the instructions
+// of loop l, in any order: an instruction that writes registers outside
+// the set (def) adds them where adds says so, given the set so far. rsp
+// is never in the result.
+func (st *objState) spread(g *cfg.Graph, l *loops.Loop, adds func(i int, e *effect.Effect, def, set effect.RegSet) bool) effect.RegSet {
+	var set effect.RegSet
 	for grown := true; grown; {
 		grown = false
 		for _, bi := range l.Nodes {
 			b := g.Blocks[bi]
 			for i := b.Start; i < b.End; i++ {
 				e := st.live[g].Effect(i)
-				def := (e.Def | e.Partial) &^ loaded
-				if def == 0 {
-					continue
-				}
-				from := e.Use&loaded != 0
-				for _, a := range e.Mem[:e.NMem] {
-					if a.Arg >= 0 { // (its memory operand)
-						// (a stack slot: neither loaded nor followed)
-						from = a.Mem.Base != x86asm.RSP && a.Mem.Base != x86asm.RBP
-						break
-					}
-				}
-				if from {
-					loaded |= def
+				def := (e.Def | e.Partial) &^ set
+				if def != 0 && adds(i, e, def, set) {
+					set |= def
 					grown = true
 				}
 			}
 		}
 	}
-	return loaded &^ (1 << effect.RSP)
+	return set &^ (1 << effect.RSP)
+}
+
+// steady reports whether s's bytes are likely on the page its slot holds
+// (s.byAddr: its slot holds the page's base, and a hit costs three
+// instructions fewer than with the page number, a miss three more):
+// outside loops, or in a loop where every register of its address moves
+// by constant steps or not at all (irregularRegs). An index a loop
+// hashes, draws at random or loads (a look-up keyed by data, a pointer
+// chase) changes page at most accesses. Only the cost depends on the
+// answer: either way the site records what it touches.
+func (st *objState) steady(s *site, g *cfg.Graph) bool {
+	return kit.AddrRegs(s.acc.Mem)&st.ofLoop(s, g, st.irregular, st.irregularRegs) == 0
+}
+
+// irregularRegs returns the registers that loop l changes other than by
+// adding constants or other such registers to them (add, sub, inc, dec,
+// lea, a register copied or extended, a shift left by a constant, a
+// multiplication by one), to a fixed point
+// over the loop's instructions: any other write (a load, a multiply, an
+// and, a call) makes a register irregular, and so does a computation
+// from an irregular one.
+func (st *objState) irregularRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
+	return st.spread(g, l, func(i int, e *effect.Effect, def, bad effect.RegSet) bool {
+		return !e.Known || !stepDef(g.Sec.Asm(i), def, bad)
+	})
+}
+
+// stepDef reports whether instruction a, which writes the registers def,
+// keeps them regular (irregularRegs) given the irregular ones bad.
+func stepDef(a *x86asm.Inst, def, bad effect.RegSet) bool {
+	dst, ok := gprOf(a.Args[0])
+	if !ok || def != 1<<dst {
+		return false
+	}
+	src := func(x x86asm.Arg) bool {
+		switch v := x.(type) {
+		case x86asm.Imm:
+			return true
+		case x86asm.Reg:
+			r, ok := gprOf(v)
+			return ok && !bad.Has(r)
+		}
+		return false
+	}
+	switch a.Op {
+	case x86asm.INC, x86asm.DEC:
+		return !bad.Has(dst)
+	case x86asm.ADD, x86asm.SUB:
+		return !bad.Has(dst) && src(a.Args[1])
+	case x86asm.SHL:
+		_, isImm := a.Args[1].(x86asm.Imm)
+		return !bad.Has(dst) && isImm
+	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVSX, x86asm.MOVZX:
+		return src(a.Args[1]) // (a register or a constant: not a load)
+	case x86asm.IMUL:
+		_, isImm := a.Args[2].(x86asm.Imm)
+		return isImm && src(a.Args[1]) // (imul $c, %x, %r)
+	case x86asm.LEA:
+		m, isMem := a.Args[1].(x86asm.Mem)
+		if !isMem || m.Base == x86asm.RIP {
+			return isMem
+		}
+		for _, r := range []x86asm.Reg{m.Base, m.Index} {
+			if r == 0 {
+				continue
+			}
+			if n, _, ok := effect.GPR(r); !ok || bad.Has(n) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// gprOf returns the general-purpose register an operand names, if it is
+// one (of any width).
+func gprOf(a x86asm.Arg) (effect.Reg, bool) {
+	r, isReg := a.(x86asm.Reg)
+	if !isReg {
+		return 0, false
+	}
+	n, _, ok := effect.GPR(r)
+	return n, ok
 }
 
 // indexBound returns the largest value instruction a leaves in register
@@ -668,80 +763,92 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				}
 			}
 		}
-		// check compares the page of the access's first byte, in rs,
-		// with the slot (the partner's first) and goes on to label
-		// same, which it binds after itself, when they match. On a
-		// miss it probes the cache or calls the stub, out of line (the
-		// snippet's cold part), and jumps back to same: the hit path
-		// is a compare and a jump not taken, and a loop of sites stays
-		// dense.
-		check := func(same string) {
-			if exact {
-				call(stub)
-				b.Label(same)
-				return
-			}
-			var partner, second snippet.Operand
-			if s.partner != 0 {
-				k := st.sites[s.partner-1].slot
-				if hoisted {
-					partner = hoistedSlot(slots, lr.base, k)
-				} else {
-					partner = st.slotAt(slots, free, next, k)
-				}
-			}
-			if s.second >= 0 {
-				second = slot.Add(int64(8 * (s.second - s.slot)))
-			}
-			// branch jumps to same where the flags say equal (a slot
-			// holds the page), else goes on with the miss path, inline
-			// or out of line.
-			branch := func() {
-				if s.scattered {
-					// (inline, as the listings show it)
-					b.Jcc(snippet.CondE, same)
-					return
-				}
-				b.Jcc(snippet.CondNE, "miss."+same)
-				b.Label(same)
-				b.Cold()
-				b.Label("miss." + same)
-			}
-			if s.scattered {
-				defer b.Label(same)
+		// A site whose bytes may cross a page boundary, outside loops
+		// or with an address its loop steps (s.byAddr, steady), keeps
+		// the base address of its page (page << 12) in its slots and
+		// checks its bytes against it with the address itself: n bytes at EA lie in the page at
+		// base A exactly when EA - A <= 4096 - n, unsigned, which also
+		// finds out that they do not cross into the next page: three
+		// instructions after the lea and one branch, where the page
+		// number and the crossing test took six and two. On a miss, out
+		// of line, the address comes back (the subtraction undone) and
+		// the code goes on as the others' does, with the page's base in
+		// rs for the slots and its number for the cache probe and the
+		// stub. Other sites keep the page number in their slots and
+		// compare it (a byte, an aligned access: two instructions to
+		// the page, as for the base; a scattered site, whose slot
+		// mostly misses, needs the number for its probe right after).
+		// A partner's slot is read only by a site of the same kind
+		// (partners.find).
+		n := max(s.hi-s.lo, 1)
+		byAddr := s.byAddr // (never exact or scattered: set where partners are found)
+		lim := snippet.Imm(4096 - n)
+		var partner, second snippet.Operand
+		if !exact && s.partner != 0 {
+			k := st.sites[s.partner-1].slot
+			if hoisted {
+				partner = hoistedSlot(slots, lr.base, k)
 			} else {
-				defer b.Hot()
+				partner = st.slotAt(slots, free, next, k)
 			}
+		}
+		if s.second >= 0 {
+			second = slot.Add(int64(8 * (s.second - s.slot)))
+		}
+		// toPage turns the address in rs into what the slots hold: for
+		// a site that may cross a page boundary, after the crossing
+		// test (straddleCheck, which jumps to cross); for a span over a
+		// page, after the last byte's page (in rt) was found the same
+		// or recorded out of line.
+		toPage := func() {
 			switch {
-			case s.pair:
-				// t = page - a, rs = page - o, t = 0 where rs is:
-				// zero when a slot holds the page. The miss path gets
-				// the page back.
-				a, o := partner, slot
-				if s.partner == 0 {
-					a, o = slot, second
+			case carry:
+				straddleCheck(b, rs, n, "cross")
+				b.ShrQ(snippet.Imm(16), rs)
+				if byAddr {
+					b.ShlQ(snippet.Imm(12), rs)
 				}
-				t := kit.Reg(free[len(free)-1])
-				b.MovQ(rs, t)
-				b.SubQ(a, t)
-				b.SubQ(o, rs)
-				b.CmovQ(snippet.CondE, rs, t)
-				b.TestQ(t, t)
-				branch()
-				b.AddQ(o, rs)
+			case s.twoPages:
+				// The last byte's page, where it is not the first's
+				// (rare), out of line; then the first's.
+				b.ShrQ(snippet.Imm(12), rs)
+				b.ShrQ(snippet.Imm(12), rt)
+				b.CmpQ(rt, rs)
+				b.Jcc(snippet.CondNE, "two")
+				b.Label("one")
+				b.Cold()
+				b.Label("two")
+				call("vpt_slow_" + free[1].String())
+				b.Jmp("one")
+				b.Hot()
 			default:
-				if s.partner != 0 {
-					b.CmpQ(rs, partner)
-					b.Jcc(snippet.CondE, same)
-				}
-				b.CmpQ(rs, slot)
-				branch()
+				b.ShrQ(snippet.Imm(12), rs)
 			}
+		}
+		// put writes what rs holds to the slot (first to the second,
+		// where toSecond is given) and leaves the page number in rs.
+		put := func() {
+			b.MovQ(rs, slot)
+			if byAddr {
+				b.ShrQ(snippet.Imm(12), rs)
+			}
+		}
+		// miss is what a site whose slots lack the page runs, with the
+		// slots' value in rs: the second slot (where the compare with
+		// it is still to do: cmpSecond), the slot written, then the
+		// cache probe or the stub, with the page's number. It ends
+		// where the code goes on (same), through back.
+		miss := func(same string, cmpSecond bool, back func()) {
 			regs, reuse := probeRegs, avail
 			var reload func()
 			if probeS != nil {
 				regs, reuse = probeS, append(slices.Clone(avail), free[0])
-				reload = func() { b.MovQ(slot, rs) }
+				reload = func() {
+					b.MovQ(slot, rs)
+					if byAddr {
+						b.ShrQ(snippet.Imm(12), rs)
+					}
+				}
 			}
 			// first, when not nil, writes the slots after the probe's
 			// pushes, if any (probe passes its registers, those it
@@ -756,7 +863,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				// register, which costs the move a store-to-load round
 				// trip (in bzip2's mainGtU, a tenth of the samples fell
 				// right after such pops).
-				if !s.pair || s.partner != 0 { // (else the pair compared it)
+				if cmpSecond {
 					b.CmpQ(rs, second)
 					b.Jcc(snippet.CondE, same)
 				}
@@ -782,24 +889,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				} else {
 					first = func(regs []snippet.Reg) {
 						toSecond(regs)
-						b.MovQ(rs, slot)
+						put()
 					}
 				}
 			}
-			back := func() {
-				if !s.scattered {
-					b.Jmp(same)
-				}
-			}
 			if probeRegs == nil {
+				put()
 				call(stub)
-				b.MovQ(rs, slot)
 				back()
 				return
 			}
 			// The slot first: the probe may reuse its base register.
 			if first == nil {
-				b.MovQ(rs, slot)
+				put()
 			}
 			st.probe(rs, s.kind, regs, liveRegs, reuse, shift, same, hoist, first, nil, func() { call(stub) }, func() {
 				b.CallGOT(stub)
@@ -808,10 +910,88 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			back()
 		}
 		switch {
-		case carry:
-			straddleCheck(b, rs, s.hi-s.lo, "cross")
-			b.ShrQ(snippet.Imm(16), rs)
-			check("done")
+		case exact:
+			// Every access through the stub.
+			toPage()
+			call(stub)
+			b.Label("done")
+		case byAddr:
+			// The hot part: compares with the slots, by address. On a
+			// miss, out of line, the address back in rs.
+			// (No pair: see instrument.)
+			if s.partner != 0 {
+				b.SubQ(partner, rs)
+				b.CmpQ(lim, rs)
+				b.Jcc(snippet.CondBE, "done")
+				b.AddQ(partner, rs)
+			}
+			b.SubQ(slot, rs)
+			b.CmpQ(lim, rs)
+			b.Jcc(snippet.CondA, "miss")
+			b.Label("done")
+			b.Cold()
+			b.Label("miss")
+			b.AddQ(slot, rs)
+			if s.second >= 0 {
+				b.SubQ(second, rs)
+				b.CmpQ(lim, rs)
+				b.Jcc(snippet.CondBE, "done")
+				b.AddQ(second, rs)
+			}
+			toPage()
+			miss("done", false, func() { b.Jmp("done") })
+			b.Hot()
+		default:
+			// The page number, then the compares: inline at a
+			// scattered site (its slot mostly misses: the probe stays
+			// inline, as the listings show it), else with the miss
+			// path out of line.
+			toPage()
+			branch := func() { b.Jcc(snippet.CondE, "done") }
+			back := func() {}
+			if !s.scattered {
+				branch = func() {
+					b.Jcc(snippet.CondNE, "miss")
+					b.Label("done")
+					b.Cold()
+					b.Label("miss")
+				}
+				back = func() {
+					b.Jmp("done")
+					b.Hot()
+				}
+			}
+			switch {
+			case s.pair:
+				// t = page - a, rs = page - o, t = 0 where rs is:
+				// zero when a slot holds the page. The miss path gets
+				// the page back.
+				a, o := partner, slot
+				if s.partner == 0 {
+					a, o = slot, second
+				}
+				t := kit.Reg(free[len(free)-1])
+				b.MovQ(rs, t)
+				b.SubQ(a, t)
+				b.SubQ(o, rs)
+				b.CmovQ(snippet.CondE, rs, t)
+				b.TestQ(t, t)
+				branch()
+				b.AddQ(o, rs)
+			default:
+				if s.partner != 0 {
+					b.CmpQ(rs, partner)
+					b.Jcc(snippet.CondE, "done")
+				}
+				b.CmpQ(rs, slot)
+				branch()
+			}
+			miss("done", !s.pair || s.partner != 0, back)
+			if s.scattered {
+				b.Label("done")
+			}
+		}
+		if carry {
 			// The bytes cross into the next page, which they do at
 			// (n-1)/4096 of the addresses: both pages through the
 			// stub, the first only where the slot lacks it, the
@@ -822,33 +1002,26 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			b.Label("cross")
 			b.ShrQ(snippet.Imm(16), rs)
 			if !exact {
+				if byAddr {
+					b.ShlQ(snippet.Imm(12), rs)
+				}
 				b.CmpQ(rs, slot)
 				b.Jcc(snippet.CondE, "same2")
-				b.MovQ(rs, slot)
+				put()
+				call(stub)
+				b.Jmp("next2")
+				b.Label("same2")
+				if byAddr {
+					b.ShrQ(snippet.Imm(12), rs)
+				}
+				b.Label("next2")
+			} else {
+				call(stub)
 			}
-			call(stub)
-			b.Label("same2")
 			b.IncQ(rs)
 			call(stub)
 			b.Jmp("done")
 			b.Hot()
-		case s.twoPages:
-			b.ShrQ(snippet.Imm(12), rs)
-			b.ShrQ(snippet.Imm(12), rt)
-			check("same")
-			// The last byte's page, where it is not the first's
-			// (rare), out of line.
-			b.CmpQ(rt, rs)
-			b.Jcc(snippet.CondNE, "two")
-			b.Label("one")
-			b.Cold()
-			b.Label("two")
-			call("vpt_slow_" + free[1].String())
-			b.Jmp("one")
-			b.Hot()
-		default:
-			b.ShrQ(snippet.Imm(12), rs)
-			check("same")
 		}
 	}
 	if flagsLive {

@@ -1,5 +1,6 @@
-/* Accesses that may cross a page boundary, outside loops and in a loop
- * whose index comes from memory (no sweep): when the bytes cross, both
+/* Accesses that may cross a page boundary, outside loops, in a loop
+ * whose index comes from memory (no sweep) and in a loop that steps its
+ * position but calls out (no sweep either): when the bytes cross, both
  * pages are recorded through the stub, the first only where the site's
  * slot lacks it. */
 #include <string.h>
@@ -25,4 +26,19 @@ long gather(const char *base, const unsigned *off, long n)
 		s += v;
 	}
 	return s;
+}
+
+/* The position moves by 7 bytes a step, in a register the loop only adds
+ * to: the site keeps its page's base in its slot and checks its 8 bytes
+ * against it by address (most steps), crossing into the next page every
+ * 585th step or so. The call keeps it from being a sweep. */
+void sink(long v);
+
+void walk8(const char *p, long n)
+{
+	for (long i = 0; i < n; i++) {
+		long v;
+		memcpy(&v, p + 7 * i, 8);
+		sink(v);
+	}
 }

@@ -1,7 +1,8 @@
 /* Driver for straddle.c: reads and writes across page boundaries (and
  * next to them), twice in a row on the same address (the second finds
  * the first page in the slot, and must still record the second page of
- * a new pair), then a gather over offsets that cross. Prints every page
+ * a new pair), then a gather over offsets that cross, then a walk in
+ * steps of 7 bytes over three pages. Prints every page
  * touched with its kinds ("page 0x... R", "W", "RW") and the buffer's
  * extent ("span ADDR PAGES"). */
 #include <stdio.h>
@@ -11,6 +12,11 @@
 long get8(const char *p);
 void put4(char *p, int v);
 long gather(const char *base, const unsigned *off, long n);
+void walk8(const char *p, long n);
+
+static long sunk;
+
+void sink(long v) { sunk += v; }
 
 #define PAGES 64
 static unsigned char kinds[PAGES];
@@ -52,6 +58,11 @@ int main(void)
 	s += gather((char *)buf, off, 24);
 	for (int k = 0; k < 24; k++)
 		touch(buf, buf + off[k], 8, 1);
+	/* pages 36-38: 8 bytes every 7, from 5 bytes into 36 to the end of 38 */
+	long steps = (3 * 4096 - 5 - 8) / 7 + 1;
+	walk8(buf + 36 * 4096 + 5, steps);
+	s += sunk;
+	touch(buf, buf + 36 * 4096 + 5, 7 * (steps - 1) + 8, 1);
 	printf("sum %ld\nspan 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
 	for (int p = 0; p < PAGES; p++)
 		if (kinds[p])
