@@ -21,9 +21,9 @@ import (
 	"compress/flate"
 	"debug/elf"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -421,16 +421,22 @@ func pack(body []byte) ([]byte, error) {
 		return nil, nil
 	}
 	var buf bytes.Buffer
-	w, _ := packers.Get().(*flate.Writer)
-	if w == nil {
+	var w *flate.Writer
+	select {
+	case w = <-packers:
+		w.Reset(&buf)
+	default:
 		var err error
 		if w, err = flate.NewWriter(&buf, packLevel); err != nil {
 			return nil, err
 		}
-	} else {
-		w.Reset(&buf)
 	}
-	defer packers.Put(w)
+	defer func() {
+		select {
+		case packers <- w:
+		default: // (as many kept as rewrite at once, mostly)
+		}
+	}()
 	if _, err := w.Write(body); err != nil {
 		return nil, err
 	}
@@ -449,10 +455,13 @@ func pack(body []byte) ([]byte, error) {
 // time over libsqlite3.
 const packLevel = flate.BestSpeed
 
-// packers keeps pack's compressors (about 1 MB each to make: a new one
-// per object was 15% of the bytes a vptrace rewrite allocates). A cache
-// only: any writer, reset, compresses the same.
-var packers sync.Pool
+// packers keeps pack's compressors (about half a megabyte each to make: a
+// new one per object was 15% of the bytes a vptrace rewrite allocates). A
+// cache only: any writer, reset, compresses the same. Not a sync.Pool,
+// which every collection empties: an archive's rewrite collects every few
+// members, and made a new writer for most of them (46 MB a pass over
+// libsqlite3.a's 102 members).
+var packers = make(chan *flate.Writer, runtime.GOMAXPROCS(0))
 
 // addConstructor emits the object's functions into its code section
 // .text.vptrace, and the array entries that run two of them:

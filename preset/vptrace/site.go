@@ -504,14 +504,14 @@ type symBlock struct {
 // outside (the entry, a landing pad) starts with nothing known, and where
 // paths meet a register stays known only with one address on all of them.
 // An instruction hijack cannot model makes every register unknown. The
-// result is the state at each block's start (symbolAt goes on from there).
+// result is the state at each block's start (symbolAt goes on from there),
+// or none (empty) where no instruction of the function loads a symbol's
+// address: nothing is known anywhere.
 func (sel *selector) symbolValues() []symBlock {
 	if sel.symIn != nil {
 		return sel.symIn
 	}
 	g := sel.g
-	in := make([]symBlock, len(g.Blocks))
-	sel.symIn = in
 	hasLea := false
 	for i := g.Func.Start; i < g.Func.End && !hasLea; i++ {
 		if inst := &g.Sec.Insts[i]; inst.Kind == ibr.Code && inst.Flags&ibr.Prefix == 0 {
@@ -519,8 +519,11 @@ func (sel *selector) symbolValues() []symBlock {
 		}
 	}
 	if !hasLea {
-		return in // (no block reached: nothing known anywhere)
+		sel.symIn = []symBlock{} // (not nil: computed)
+		return sel.symIn
 	}
+	in := make([]symBlock, len(g.Blocks))
+	sel.symIn = in
 	for _, b := range g.Blocks {
 		in[b.Index].reached = b.External // (nothing known)
 	}
@@ -599,7 +602,11 @@ func (sel *selector) symbolAt(i int, r effect.Reg) (kit.Rel, bool) {
 	if b == nil {
 		return kit.Rel{}, false
 	}
-	blk := sel.symbolValues()[b.Index]
+	in := sel.symbolValues()
+	if len(in) == 0 {
+		return kit.Rel{}, false
+	}
+	blk := in[b.Index]
 	if !blk.reached {
 		return kit.Rel{}, false
 	}
