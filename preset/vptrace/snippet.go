@@ -238,30 +238,82 @@ func (st *objState) spread(g *cfg.Graph, l *loops.Loop, adds func(i int, e *effe
 // (s.byAddr: its slot holds the page's base, and a hit costs three
 // instructions fewer than with the page number, a miss three more):
 // outside loops, or in a loop where every register of its address moves
-// by constant steps or not at all (irregularRegs). An index a loop
-// hashes, draws at random or loads (a look-up keyed by data, a pointer
-// chase) changes page at most accesses. Only the cost depends on the
-// answer: either way the site records what it touches.
+// by constant steps or not at all (regularAt). An index a loop hashes,
+// draws at random or loads (a look-up keyed by data, a pointer chase)
+// changes page at most accesses. Only the cost depends on the answer:
+// either way the site records what it touches.
 func (st *objState) steady(s *site, g *cfg.Graph) bool {
-	return kit.AddrRegs(s.acc.Mem)&st.ofLoop(s, g, st.irregular, st.irregularRegs) == 0
+	b := g.BlockOf(s.inst)
+	if st.analysis.Info(b).Loop == nil {
+		return true
+	}
+	bad := st.ofLoop(s, g, st.irregular, st.irregularRegs)
+	for r := effect.Reg(0); r < 16; r++ {
+		if kit.AddrRegs(s.acc.Mem).Has(r) && !st.regularAt(g, b, s.inst, r, bad, regularDepth) {
+			return false
+		}
+	}
+	return true
 }
 
 // irregularRegs returns the registers that loop l changes other than by
 // adding constants or other such registers to them (add, sub, inc, dec,
 // lea, a register copied or extended, a shift left by a constant, a
-// multiplication by one), to a fixed point
-// over the loop's instructions: any other write (a load, a multiply, an
-// and, a call) makes a register irregular, and so does a computation
-// from an irregular one.
+// multiplication by a constant, a conditional move of such a register),
+// to a fixed point over the loop's instructions: any other write (a
+// load, a multiply, an and, a call) makes a register irregular, and so
+// does a computation from an irregular one. A register's value within a
+// block is judged by the block's own definition of it, where there is one
+// (regularAt): compiled code reuses a register for a loaded byte and, a
+// few instructions on, for an index's wrapped value.
 func (st *objState) irregularRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
 	return st.spread(g, l, func(i int, e *effect.Effect, def, bad effect.RegSet) bool {
-		return !e.Known || !stepDef(g.Sec.Asm(i), def, bad)
+		if !e.Known {
+			return true
+		}
+		b := g.BlockOf(i)
+		return !stepDef(g.Sec.Asm(i), def, func(r effect.Reg) bool {
+			return st.regularAt(g, b, i, r, bad, regularDepth)
+		})
 	})
 }
 
+// regularDepth bounds how many definitions back regularAt follows a
+// value (beyond it: irregular), and how many blocks it looks through.
+const regularDepth = 6
+
+// regularAt reports whether register r holds a regular value
+// (irregularRegs) before instruction i of block b: by r's last definition
+// before i in b or in the blocks that lead to it alone (a single
+// predecessor, no outside entry), followed through its sources up to
+// depth definitions, else (defined before such a chain) by the loop's
+// irregular registers bad.
+func (st *objState) regularAt(g *cfg.Graph, b *cfg.Block, i int, r effect.Reg, bad effect.RegSet, depth int) bool {
+	for blocks := 0; b != nil && blocks < regularDepth; blocks++ {
+		for j := i - 1; j >= b.Start; j-- {
+			e := st.live[g].Effect(j)
+			def := e.Def | e.Partial
+			if !def.Has(r) {
+				continue
+			}
+			at := b
+			return e.Known && depth > 0 && stepDef(g.Sec.Asm(j), def, func(x effect.Reg) bool {
+				return st.regularAt(g, at, j, x, bad, depth-1)
+			})
+		}
+		if len(b.Preds) != 1 || b.External {
+			break
+		}
+		b = b.Preds[0]
+		i = b.End
+	}
+	return !bad.Has(r)
+}
+
 // stepDef reports whether instruction a, which writes the registers def,
-// keeps them regular (irregularRegs) given the irregular ones bad.
-func stepDef(a *x86asm.Inst, def, bad effect.RegSet) bool {
+// keeps them regular (irregularRegs), given which of its source
+// registers hold regular values.
+func stepDef(a *x86asm.Inst, def effect.RegSet, regular func(effect.Reg) bool) bool {
 	dst, ok := gprOf(a.Args[0])
 	if !ok || def != 1<<dst {
 		return false
@@ -272,18 +324,24 @@ func stepDef(a *x86asm.Inst, def, bad effect.RegSet) bool {
 			return true
 		case x86asm.Reg:
 			r, ok := gprOf(v)
-			return ok && !bad.Has(r)
+			return ok && regular(r)
 		}
 		return false
 	}
 	switch a.Op {
 	case x86asm.INC, x86asm.DEC:
-		return !bad.Has(dst)
+		return regular(dst)
 	case x86asm.ADD, x86asm.SUB:
-		return !bad.Has(dst) && src(a.Args[1])
+		return regular(dst) && src(a.Args[1])
+	case x86asm.CMOVA, x86asm.CMOVAE, x86asm.CMOVB, x86asm.CMOVBE, x86asm.CMOVE, x86asm.CMOVNE,
+		x86asm.CMOVG, x86asm.CMOVGE, x86asm.CMOVL, x86asm.CMOVLE, x86asm.CMOVO, x86asm.CMOVNO,
+		x86asm.CMOVS, x86asm.CMOVNS, x86asm.CMOVP, x86asm.CMOVNP:
+		// (one of two such values: an index wrapped at a bound,
+		// i >= n ? i - n : i, as a block sort's compare steps)
+		return regular(dst) && src(a.Args[1])
 	case x86asm.SHL:
 		_, isImm := a.Args[1].(x86asm.Imm)
-		return !bad.Has(dst) && isImm
+		return regular(dst) && isImm
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVSX, x86asm.MOVZX:
 		return src(a.Args[1]) // (a register or a constant: not a load)
 	case x86asm.IMUL:
@@ -298,7 +356,7 @@ func stepDef(a *x86asm.Inst, def, bad effect.RegSet) bool {
 			if r == 0 {
 				continue
 			}
-			if n, _, ok := effect.GPR(r); !ok || bad.Has(n) {
+			if n, _, ok := effect.GPR(r); !ok || !regular(n) {
 				return false
 			}
 		}

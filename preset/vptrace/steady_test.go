@@ -34,7 +34,12 @@ func TestStepDef(t *testing.T) {
 		{"movslq %edx, %rcx", x86.AMOVLQSX, []snippet.Arg{snippet.EDX, snippet.RCX}, true},
 		{"shl $6, %rbp", x86.ASHLQ, []snippet.Arg{snippet.Imm(6), snippet.RBP}, true},
 		{"imul $24, %rsi, %rax", x86.AIMUL3Q, []snippet.Arg{snippet.Imm(24), snippet.RSI, snippet.RAX}, true},
+		{"cmovae %edx, %edi", x86.ACMOVLCC, []snippet.Arg{snippet.EDX, snippet.EDI}, true},
+		{"cmovl %rsi, %rax", x86.ACMOVQLT, []snippet.Arg{snippet.RSI, snippet.RAX}, true},
 		// from an irregular register, or not a step
+		{"cmovne %r11, %rax", x86.ACMOVQNE, []snippet.Arg{snippet.R11, snippet.RAX}, false},
+		{"cmovae %edx, %r11d", x86.ACMOVLCC, []snippet.Arg{snippet.EDX, snippet.R11}, false},
+		{"cmove (%rdi), %rax", x86.ACMOVQEQ, []snippet.Arg{snippet.Mem(snippet.RDI, 0), snippet.RAX}, false},
 		{"add %r11, %rdi", x86.AADDQ, []snippet.Arg{snippet.R11, snippet.RDI}, false},
 		{"lea (%rdi,%r11), %rax", x86.ALEAQ, []snippet.Arg{snippet.MemIndex(snippet.RDI, snippet.R11, 1, 0), snippet.RAX}, false},
 		{"mov (%rdi), %rax", x86.AMOVQ, []snippet.Arg{snippet.Mem(snippet.RDI, 0), snippet.RAX}, false},
@@ -65,7 +70,7 @@ func TestStepDef(t *testing.T) {
 			if def == 0 {
 				t.Fatalf("%v writes no register", asm)
 			}
-			if got := e.Known && stepDef(&asm, def, bad); got != tc.want {
+			if got := e.Known && stepDef(&asm, def, func(r effect.Reg) bool { return !bad.Has(r) }); got != tc.want {
 				t.Errorf("%v (% x): stepDef %v, want %v", asm, code.Bytes, got, tc.want)
 			}
 		})

@@ -1,6 +1,7 @@
 /* Accesses that may cross a page boundary, outside loops, in a loop
- * whose index comes from memory (no sweep) and in a loop that steps its
- * position but calls out (no sweep either): when the bytes cross, both
+ * whose index comes from memory (no sweep), in a loop that steps its
+ * position but calls out (no sweep either) and in one whose position
+ * wraps (no sweep): when the bytes cross, both
  * pages are recorded through the stub, the first only where the site's
  * slot lacks it. */
 #include <string.h>
@@ -41,4 +42,22 @@ void walk8(const char *p, long n)
 		memcpy(&v, p + 7 * i, 8);
 		sink(v);
 	}
+}
+
+/* The position moves by 3 bytes a step and wraps at n (a conditional
+ * move of i - n: compilers compute it in the register that holds the
+ * loaded bytes a moment before): still a position its loop steps by
+ * constants, so the site checks by address, as walk8's. */
+long wrap2(const char *p, unsigned i, unsigned n, long steps)
+{
+	long s = 0;
+	for (long k = 0; k < steps; k++) {
+		unsigned short v;
+		memcpy(&v, p + i, 2);
+		s += v;
+		i += 3;
+		if (i >= n)
+			i -= n;
+	}
+	return s;
 }

@@ -2,7 +2,8 @@
  * next to them), twice in a row on the same address (the second finds
  * the first page in the slot, and must still record the second page of
  * a new pair), then a gather over offsets that cross, then a walk in
- * steps of 7 bytes over three pages. Prints every page
+ * steps of 7 bytes over three pages, then 2 bytes every 3 over a ring
+ * a little over two pages, twice round. Prints every page
  * touched with its kinds ("page 0x... R", "W", "RW") and the buffer's
  * extent ("span ADDR PAGES"). */
 #include <stdio.h>
@@ -13,12 +14,13 @@ long get8(const char *p);
 void put4(char *p, int v);
 long gather(const char *base, const unsigned *off, long n);
 void walk8(const char *p, long n);
+long wrap2(const char *p, unsigned i, unsigned n, long steps);
 
 static long sunk;
 
 void sink(long v) { sunk += v; }
 
-#define PAGES 64
+#define PAGES 68
 static unsigned char kinds[PAGES];
 
 static void touch(char *buf, char *p, int n, unsigned char k)
@@ -63,6 +65,12 @@ int main(void)
 	walk8(buf + 36 * 4096 + 5, steps);
 	s += sunk;
 	touch(buf, buf + 36 * 4096 + 5, 7 * (steps - 1) + 8, 1);
+	/* pages 64-66: 2 bytes at every third position of a ring of 8194
+	 * positions from 64's start (3 and 8194 coprime: each position
+	 * twice; the reads at 4095 and 8191 cross), starting 1 in */
+	unsigned ring = 2 * 4096 + 2;
+	s += wrap2(buf + 64 * 4096, 1, ring, 2 * ring);
+	touch(buf, buf + 64 * 4096, ring + 1, 1);
 	printf("sum %ld\nspan 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
 	for (int p = 0; p < PAGES; p++)
 		if (kinds[p])
