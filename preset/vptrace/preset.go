@@ -185,7 +185,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 				err = st.instrumentRepAfter(s)
 			default:
 				if !sel.exact && !s.rep {
-					s.byAddr = s.carry() && st.steady(s, g)
+					s.byAddr = s.carry() && (st.steady(s, g) || st.dataTable(s, g))
 					s.partner = pa.find(s)
 				}
 				err = st.instrument(s, sel.exact)

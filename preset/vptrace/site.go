@@ -75,7 +75,8 @@ type site struct {
 	// byAddr: the site's slots hold the base address of a page, not its
 	// number, and it checks its bytes against them by address (a site
 	// whose bytes may cross a page boundary, whose loop, if any, steps
-	// its address: objState.steady; code).
+	// its address, objState.steady, or looks it up in a small table,
+	// objState.dataTable: where its slots mostly hold the page; code).
 	byAddr bool
 	// pair: the site compares its page with two slots (its partner's and
 	// its own, or its own and its second) without a branch between, and

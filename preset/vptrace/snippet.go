@@ -54,7 +54,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	second := !exact && !s.rep && kindBits(s.kind) != 0 && (!inLoop || small || table && s.partner == 0)
 	k := st.addSite(s, second)
 	s.scattered = !second && st.scattered(s, g)
-	s.pair = table && s.pairable() && !s.byAddr // (a table's index is not steady: never both)
+	s.pair = table && s.pairable()
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
 	if err != nil {
 		return err
@@ -63,6 +63,13 @@ func (st *objState) instrument(s *site, exact bool) error {
 		st.bases[s] = effect.Reg(base)
 	}
 	return sec.InsertBefore(at, sn)
+}
+
+// dataTable reports whether s is a look-up in a table whose entries the data
+// chooses, in a loop (smallTable, symbolIndexed): its accesses fall on up
+// to three pages, which its slots (a second, or a partner's) hold.
+func (st *objState) dataTable(s *site, g *cfg.Graph) bool {
+	return st.analysis.Info(g.BlockOf(s.inst)).LoopDepth > 0 && (st.smallTable(s, g) || st.symbolIndexed(s, g))
 }
 
 // pairable reports whether s can check its two slots with one branch
@@ -839,7 +846,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// A partner's slot is read only by a site of the same kind
 		// (partners.find).
 		n := max(s.hi-s.lo, 1)
-		byAddr := s.byAddr // (never exact or scattered: set where partners are found)
+		byAddr := s.byAddr // (never exact: set where partners are found)
 		lim := snippet.Imm(4096 - n)
 		var partner, second snippet.Operand
 		if !exact && s.partner != 0 {
@@ -973,10 +980,38 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			toPage()
 			call(stub)
 			b.Label("done")
+		case byAddr && s.pair:
+			// t = EA - a, rs = EA - o, t = rs where t is past the
+			// limit: within it when a slot holds the page. The miss
+			// path gets the address back.
+			a, o := partner, slot
+			if s.partner == 0 {
+				a, o = slot, second
+			}
+			t := kit.Reg(free[len(free)-1])
+			b.MovQ(rs, t)
+			b.SubQ(a, t)
+			b.SubQ(o, rs)
+			b.CmpQ(lim, t)
+			b.CmovQ(snippet.CondA, rs, t)
+			b.CmpQ(lim, t)
+			b.Jcc(snippet.CondA, "miss")
+			b.Label("done")
+			b.Cold()
+			b.Label("miss")
+			b.AddQ(o, rs)
+			if s.partner != 0 && s.second >= 0 {
+				b.SubQ(second, rs)
+				b.CmpQ(lim, rs)
+				b.Jcc(snippet.CondBE, "done")
+				b.AddQ(second, rs)
+			}
+			toPage()
+			miss("done", false, func() { b.Jmp("done") })
+			b.Hot()
 		case byAddr:
 			// The hot part: compares with the slots, by address. On a
 			// miss, out of line, the address back in rs.
-			// (No pair: see instrument.)
 			if s.partner != 0 {
 				b.SubQ(partner, rs)
 				b.CmpQ(lim, rs)

@@ -1,7 +1,8 @@
 /* Driver for pairslots.c: two histograms and two tables of 256 8-byte
  * entries, each 2 KiB across a page boundary (1 KiB on either side),
  * indexed by pseudo-random bytes: the second of each finds the slots
- * holding the first's pages. Prints the pages of both with the kinds of access
+ * holding the first's pages; then a histogram 3 bytes off 8-byte alignment
+ * (entry 127 crosses the boundary) and a table of 256 bytes across one. Prints the pages of both with the kinds of access
  * the instrumented functions made ("page 0x... RW", "R": the driver fills
  * the table itself) and their extent ("span ADDR PAGES"). */
 #include <stdint.h>
@@ -10,6 +11,7 @@
 
 void hist_bytes(const uint8_t *in, long n, uint64_t *hist);
 uint64_t sum_low(const uint32_t *in, long n, const uint64_t *table);
+uint64_t sum_bytes(const uint8_t *in, long n, const uint8_t *table);
 
 static void pages(const void *p, long from, long to, const char *kinds)
 {
@@ -27,7 +29,7 @@ int main(void)
 		bytes[i] = (uint8_t)(seed >> 56);
 		words[i] = (uint32_t)(seed >> 24);
 	}
-	char *m = mmap(0, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *m = mmap(0, 12 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 1;
 	uint64_t *hist[2], *table[2], s = 0;
@@ -41,11 +43,17 @@ int main(void)
 			table[k][i] = hist[k][i] * 2654435761u;
 		s += sum_low(words + k, 100000 - k, table[k]);
 	}
+	uint64_t *odd = (uint64_t *)(m + 9 * 4096 - 1021);
+	hist_bytes(bytes, 100000, odd);
+	const uint8_t *small = (const uint8_t *)(m + 11 * 4096 - 128);
+	s += sum_bytes(bytes + 2, 100000 - 2, small);
 	printf("sum %016llx\n", (unsigned long long)s);
 	for (int k = 0; k < 2; k++) {
 		pages(hist[k], 0, 2048, "RW");
 		pages(table[k], 0, 2048, "R");
 	}
-	printf("span 0x%lx 8\n", (unsigned long)(uintptr_t)m);
+	pages(odd, 0, 2048, "RW");
+	pages(small, 0, 256, "R");
+	printf("span 0x%lx 12\n", (unsigned long)(uintptr_t)m);
 	return 0;
 }
