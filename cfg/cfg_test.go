@@ -68,6 +68,34 @@ ipa_caller:
 	ret
 	.size	ipa_caller, .-ipa_caller
 
+# A shift by %cl may leave the flags as they were (a count of 0): the
+# imul's flags pass through it, dead where nothing after reads them
+# (shift_dead: the sub writes them all), live where a jump does
+# (shift_live; rcl reads CF whatever its count).
+	.globl	shift_dead
+	.type	shift_dead, @function
+shift_dead:
+	imulq	%rsi, %rdi
+	movq	(%rdx), %rax
+	shlq	%cl, %rdi
+	subq	%rdi, %rax
+	ret
+	.size	shift_dead, .-shift_dead
+
+	.globl	shift_live
+	.type	shift_live, @function
+shift_live:
+	cmpq	%rsi, %rdi
+	movq	(%rdx), %rax
+	shrq	%cl, %rdi
+	jb	1f
+	xorl	%eax, %eax
+1:	rclq	%cl, %rax
+	movq	(%rdx), %rdi
+	rclq	%cl, %rdi
+	ret
+	.size	shift_live, .-shift_live
+
 	.globl	dies
 	.type	dies, @function
 dies:	subq	$8, %rsp
@@ -100,6 +128,19 @@ func TestLiveness(t *testing.T) {
 	l = lv[g].Before(g.Func.Start + 1)
 	if l.Flags&(effect.SF|effect.OF) != effect.SF|effect.OF || l.Flags&(effect.ZF|effect.CF|effect.AF|effect.PF) != 0 {
 		t.Errorf("flags live across the load: %v, want SF OF only", l.Flags)
+	}
+
+	g = graph(t, p, "shift_dead")
+	if l := lv[g].Before(g.Func.Start + 1); l.Flags&effect.Status != 0 {
+		t.Errorf("shift_dead: flags %v live before the shift by cl, which nothing after reads", l.Flags)
+	}
+	g = graph(t, p, "shift_live")
+	if l := lv[g].Before(g.Func.Start + 1); l.Flags&effect.CF == 0 {
+		t.Errorf("shift_live: CF dead before the shift by cl, which jb reads after it: %v", l.Flags)
+	}
+	// rcl reads CF: live before the load that precedes the second rcl
+	if l := lv[g].Before(g.Func.Start + 6); l.Flags&effect.CF == 0 {
+		t.Errorf("shift_live: CF dead before rcl: %v", l.Flags)
 	}
 
 	g = graph(t, p, "ipa_callee")

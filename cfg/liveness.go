@@ -85,7 +85,9 @@ func transfer(e *effect.Effect, after Live, local bool) Live {
 	}
 	before := Live{after.Regs &^ e.Def, after.Flags &^ e.FlagsDef}
 	before.Regs |= e.Use | e.Partial
-	before.Flags |= e.FlagsUse | e.FlagsMay | effect.DF
+	// (a flag a shift by CL may leave as it was passes through: live
+	// before it only where live after it, which the line above keeps)
+	before.Flags |= (e.FlagsUse|e.FlagsMay)&^e.FlagsPass | effect.DF
 	return before
 }
 

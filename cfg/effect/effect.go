@@ -783,6 +783,12 @@ func (e *Effect) shift(c *ctx) {
 		written = CF | OF
 		e.FlagsUse |= CF
 	}
+	// (what a count of 0 leaves is passed through, not read; rcl and rcr
+	// read CF whatever the count)
+	pass := written
+	if asm.Op == x86asm.RCL || asm.Op == x86asm.RCR {
+		pass &^= CF
+	}
 	w := c.width(asm.Args[0])
 	switch n := asm.Args[1].(type) {
 	case x86asm.Imm:
@@ -800,6 +806,7 @@ func (e *Effect) shift(c *ctx) {
 		e.FlagsUndef |= undef
 	default:
 		e.FlagsMay |= written
+		e.FlagsPass |= pass
 	}
 }
 
@@ -834,6 +841,7 @@ func (e *Effect) shiftD(c *ctx) {
 		e.FlagsUndef |= undef
 	default:
 		e.FlagsMay |= Status
+		e.FlagsPass |= Status
 	}
 }
 
@@ -925,7 +933,8 @@ func (e *Effect) stringOp(c *ctx) {
 	}
 	if flags {
 		if c.rep {
-			e.FlagsMay |= Status
+			e.FlagsMay |= Status // (RCX 0: the old flags stay)
+			e.FlagsPass |= Status
 		} else {
 			e.FlagsDef |= Status
 		}

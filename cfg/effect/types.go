@@ -313,6 +313,7 @@ const MaxAccesses = 2
 //   - Partial ⊆ Use (a partial write keeps the rest of the register).
 //   - Def ∩ Partial = ∅.
 //   - FlagsMay ⊆ FlagsUse, and FlagsMay ∩ FlagsDef = ∅.
+//   - FlagsPass ⊆ FlagsMay (a finer liveness: see FlagsPass).
 //   - FlagsUndef ⊆ FlagsDef.
 //   - A register the instruction may change is in Def ∪ Partial; a flag it
 //     may change is in FlagsDef ∪ FlagsMay.
@@ -351,6 +352,14 @@ type Effect struct {
 	// rotates by CL, whose count may be 0; repe cmps with RCX 0): their
 	// old value may survive, so they are in FlagsUse too.
 	FlagsMay Flags
+	// FlagsPass is the part of FlagsMay the instruction does not read
+	// itself (all of it but rcl/rcr's CF): such a flag is live before
+	// the instruction only where it is live after it (its old value
+	// passes through when the count is 0), so a liveness client may take
+	// flags_in = (FlagsUse − FlagsPass) ∪ (flags_out − FlagsDef). Without
+	// it, every shift by CL would keep the flags of the instruction
+	// before it live, whether anything reads them or not.
+	FlagsPass Flags
 	// Ctrl tells how the instruction transfers control.
 	Ctrl Control
 	// Known is false when the instruction's semantics are not modelled
@@ -375,8 +384,8 @@ type Effect struct {
 func (e *Effect) LiveIn(out RegSet) RegSet { return e.Use | out&^e.Def }
 
 // FlagsLiveIn returns the flags live before the instruction when out are
-// live after it: FlagsUse ∪ (out − FlagsDef).
-func (e *Effect) FlagsLiveIn(out Flags) Flags { return e.FlagsUse | out&^e.FlagsDef }
+// live after it: (FlagsUse − FlagsPass) ∪ (out − FlagsDef).
+func (e *Effect) FlagsLiveIn(out Flags) Flags { return e.FlagsUse&^e.FlagsPass | out&^e.FlagsDef }
 
 // Accesses returns the memory accesses, e.Mem[:e.NMem].
 func (e *Effect) Accesses() []Access { return e.Mem[:e.NMem] }
@@ -430,6 +439,9 @@ func (e Effect) String() string {
 	}
 	if e.FlagsMay != 0 && e.Known {
 		parts = append(parts, "fmay="+e.FlagsMay.String())
+	}
+	if e.FlagsPass != 0 {
+		parts = append(parts, "fpass="+e.FlagsPass.String())
 	}
 	if e.NMem > 0 {
 		var ms []string
