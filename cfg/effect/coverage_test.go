@@ -361,6 +361,8 @@ func checkInvariants(e *Effect) string {
 		return "FlagsMay not in FlagsUse"
 	case e.FlagsMay&e.FlagsDef != 0:
 		return "FlagsMay and FlagsDef overlap"
+	case e.FlagsPass&^e.FlagsMay != 0:
+		return "FlagsPass not in FlagsMay"
 	case e.FlagsUndef&^e.FlagsDef != 0:
 		return "FlagsUndef not in FlagsDef"
 	case e.NMem < 0 || e.NMem > MaxAccesses:
