@@ -96,6 +96,48 @@ shift_live:
 	ret
 	.size	shift_live, .-shift_live
 
+# rbx's last use is before the call: nothing needs it in a register at
+# the call (the pop restores the caller's) unless an exception may land
+# here, where the landing pad expects it as it was (TestLivenessEH).
+	.globl	saves_rbx
+	.type	saves_rbx, @function
+saves_rbx:
+	pushq	%rbx
+	movq	%rdi, %rbx
+	addq	%rbx, %rsi
+	movq	%rsi, %rdi
+	call	abs
+	popq	%rbx
+	ret
+	.size	saves_rbx, .-saves_rbx
+
+# keeps_rbx never writes rbx: it holds the caller's value at the call to
+# abort, which may unwind to the caller's landing pad through this frame
+# (the unwinder takes rbx from the register): live though nothing after
+# the call returns. shrink_wrapped writes rbx on one path only (after
+# saving it): at the call on the other rbx is still the caller's.
+	.globl	keeps_rbx
+	.type	keeps_rbx, @function
+keeps_rbx:
+	subq	$8, %rsp
+	call	abort
+	.size	keeps_rbx, .-keeps_rbx
+
+	.globl	shrink_wrapped
+	.type	shrink_wrapped, @function
+shrink_wrapped:
+	testq	%rdi, %rdi
+	je	1f
+	pushq	%rbx
+	movq	%rdi, %rbx
+	leaq	1(%rbx), %rdi
+	call	abs
+	popq	%rbx
+	ret
+1:	subq	$8, %rsp
+	call	abort
+	.size	shrink_wrapped, .-shrink_wrapped
+
 	.globl	dies
 	.type	dies, @function
 dies:	subq	$8, %rsp
@@ -143,6 +185,23 @@ func TestLiveness(t *testing.T) {
 		t.Errorf("shift_live: CF dead before rcl: %v", l.Flags)
 	}
 
+	g = graph(t, p, "saves_rbx")
+	if l := lv[g].Before(g.Func.Start + 4); l.Regs.Has(effect.RBX) {
+		t.Errorf("saves_rbx: rbx live at the call, in an object without .gcc_except_table: %v", l.Regs)
+	}
+
+	g = graph(t, p, "keeps_rbx")
+	if l := lv[g].Before(g.Func.Start + 1); !l.Regs.Has(effect.RBX) {
+		t.Errorf("keeps_rbx: rbx dead at the call to abort, but it holds the caller's value: %v", l.Regs)
+	}
+	g = graph(t, p, "shrink_wrapped")
+	if l := lv[g].Before(g.Func.Start + 5); l.Regs.Has(effect.RBX) {
+		t.Errorf("shrink_wrapped: rbx live at the call after it was saved, written and last used: %v", l.Regs)
+	}
+	if l := lv[g].Before(g.Func.Start + 9); !l.Regs.Has(effect.RBX) {
+		t.Errorf("shrink_wrapped: rbx dead at the call to abort on the path that never wrote it: %v", l.Regs)
+	}
+
 	g = graph(t, p, "ipa_callee")
 	// ipa_caller keeps r9 across the call: r9 must be live at the
 	// callee's return and therefore everywhere in it.
@@ -160,6 +219,22 @@ func TestLiveness(t *testing.T) {
 	last := g.Blocks[len(g.Blocks)-1]
 	if last.Exits&cfg.ExitNoReturn == 0 {
 		t.Errorf("call abort does not end the function: exits %v", last.Exits)
+	}
+}
+
+// TestLivenessEH: in an object where an exception may land (it has a
+// .gcc_except_table), calls keep the callee-saved registers live.
+func TestLivenessEH(t *testing.T) {
+	src := livenessAsm + `
+	.section .gcc_except_table,"a",@progbits
+	.byte	0xff, 0xff, 0x01, 0x00
+`
+	obj := testutil.CompileString(t, t.TempDir(), "gcc", "live_eh.s", src)
+	p := program(t, obj)
+	lv := p.Liveness()
+	g := graph(t, p, "saves_rbx")
+	if l := lv[g].Before(g.Func.Start + 4); !l.Regs.Has(effect.RBX) {
+		t.Errorf("saves_rbx: rbx dead at the call, in an object with .gcc_except_table: %v", l.Regs)
 	}
 }
 

@@ -2,6 +2,7 @@ package cfg
 
 import (
 	"slices"
+	"strings"
 
 	"hijack/cfg/effect"
 	"hijack/ibr"
@@ -22,10 +23,36 @@ var allLive = Live{effect.AllRegs, effect.AllFlags}
 // ABI sets (System V x86-64). Calls and tail calls also count R10, the
 // static chain of nested functions, as an argument, and DF, which must be
 // clear at every call and return, is always live: nothing may clobber it.
+// Calls also keep the callee-saved registers live where an exception may
+// land in the calling function (callUsesEH): its landing pad expects
+// them as they were at the call that threw. Elsewhere a call keeps those
+// that may still hold the caller's values (callerHeld): an exception
+// passing through takes them from the registers, the others from where
+// the function saved them.
 var (
-	callUses = Live{effect.ArgRegs | 1<<effect.R10 | 1<<effect.RSP | effect.CalleeSaved, effect.DF}
-	retUses  = Live{effect.ReturnRegs | effect.CalleeSaved | 1<<effect.RSP, effect.DF}
+	callUses   = Live{effect.ArgRegs | 1<<effect.R10 | 1<<effect.RSP, effect.DF}
+	callUsesEH = Live{callUses.Regs | effect.CalleeSaved, effect.DF}
+	retUses    = Live{effect.ReturnRegs | effect.CalleeSaved | 1<<effect.RSP, effect.DF}
 )
+
+// mayLand reports whether an exception may land in a function of object
+// o: it has a .gcc_except_table section (an LSDA: the call sites whose
+// exceptions a landing pad catches or cleans up after), as C++, and C
+// with -fexceptions and cleanups, have. Without one the unwinder only
+// passes through: it restores the callee-saved registers a function
+// saved from where it saved them, and takes the others (still the
+// caller's) from the registers, which callerHeld keeps live at calls.
+func mayLand(o *ibr.Object) bool {
+	if o == nil || o.File == nil {
+		return true
+	}
+	for _, s := range o.File.Sections {
+		if s.Name == ".gcc_except_table" || strings.HasPrefix(s.Name, ".gcc_except_table.") {
+			return true
+		}
+	}
+	return false
+}
 
 // Liveness holds the registers and flags live before and after every
 // instruction of a function.
@@ -67,7 +94,7 @@ func Effects(g *Graph) []effect.Effect {
 
 // transfer computes what is live before an instruction from what is live
 // after it. local is set for a direct call to a function of this object.
-func transfer(e *effect.Effect, after Live, local bool) Live {
+func transfer(e *effect.Effect, after Live, local bool, calls Live) Live {
 	switch e.Ctrl {
 	case effect.Call, effect.IndirectCall:
 		// An unknown callee may clobber every caller-saved register
@@ -75,13 +102,14 @@ func transfer(e *effect.Effect, after Live, local bool) Live {
 		// compilers that see its body (gcc's -fipa-ra) keep values in
 		// the caller-saved registers it leaves alone, so across such a
 		// call nothing is killed. Argument registers are used either
-		// way; callee-saved registers stay live because an exception
-		// may land in this function's handler, which expects them.
+		// way; callee-saved registers stay live where an exception may
+		// land in this function's handler, which expects them (calls
+		// is callUsesEH there).
 		if !local {
 			after.Regs &^= effect.CallerSaved
 		}
 		after.Flags &^= effect.Status
-		after = after.Union(callUses)
+		after = after.Union(calls)
 	}
 	before := Live{after.Regs &^ e.Def, after.Flags &^ e.FlagsDef}
 	before.Regs |= e.Use | e.Partial
@@ -114,7 +142,7 @@ func exitLive(b *Block, ret Live, out map[int]Live) Live {
 // backward data flow over its blocks, to a fixed point. ret is what is
 // live at its returns; localCall reports direct calls to functions of
 // this object.
-func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live) *Liveness {
+func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live, eh bool) *Liveness {
 	fn := g.Func
 	n := fn.End - fn.Start
 	eff := g.eff
@@ -122,6 +150,10 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live) *Li
 		eff = Effects(g)
 	}
 	l := &Liveness{g: g, before: make([]Live, n), after: make([]Live, n), eff: eff}
+	var held map[int]effect.RegSet
+	if !eh {
+		held = g.callerHeld(eff)
+	}
 	in := make([]Live, len(g.Blocks))
 	for changed := true; changed; {
 		changed = false
@@ -139,7 +171,12 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live) *Li
 				l.after[i-fn.Start] = live
 				// (localCall only matters to calls: the map read at
 				// every instruction was a tenth of liveness's time)
-				live = transfer(e, live, (e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall) && localCall[i])
+				call := e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall
+				calls := callUsesEH
+				if call && !eh {
+					calls.Regs = callUses.Regs | held[i]
+				}
+				live = transfer(e, live, call && localCall[i], calls)
 				l.before[i-fn.Start] = live
 			}
 			if live != in[b.Index] {
@@ -149,6 +186,58 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live) *Li
 		}
 	}
 	return l
+}
+
+// callerHeld returns, at each call of the function (by instruction
+// index), the callee-saved registers that may still hold its caller's
+// values there: written by no instruction on some path from the entry
+// (or from a block entered from outside, where nothing is known), a
+// forward data flow to a fixed point. A function saves such a register
+// before it writes it (its prologue, or a shrink-wrapped save on the
+// paths that write it), so an exception passing through a call finds the
+// caller's value in its save slot, or, where none was written yet, in the
+// register itself, which must then be kept.
+func (g *Graph) callerHeld(eff []effect.Effect) map[int]effect.RegSet {
+	start := g.Func.Start
+	in := make([]effect.RegSet, len(g.Blocks))
+	outs := make([]effect.RegSet, len(g.Blocks))
+	for _, b := range g.Blocks {
+		if b.External {
+			in[b.Index] = effect.CalleeSaved
+		}
+	}
+	written := func(b *Block, v effect.RegSet) effect.RegSet {
+		for i := b.Start; i < b.End; i++ {
+			v &^= eff[i-start].Def
+		}
+		return v
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, b := range g.Blocks {
+			v := in[b.Index]
+			for _, p := range b.Preds {
+				v |= outs[p.Index]
+			}
+			in[b.Index] = v
+			if o := written(b, v); o != outs[b.Index] {
+				outs[b.Index] = o
+				changed = true
+			}
+		}
+	}
+	held := make(map[int]effect.RegSet)
+	for _, b := range g.Blocks {
+		v := in[b.Index]
+		for i := b.Start; i < b.End; i++ {
+			e := &eff[i-start]
+			if e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall {
+				held[i] = v
+			}
+			v &^= e.Def
+		}
+	}
+	return held
 }
 
 // Liveness computes liveness for every function of the program. It is
@@ -194,9 +283,10 @@ func (p *Program) Liveness() map[*Graph]*Liveness {
 	}
 	exits := make(map[*Graph]map[int]Live, len(p.Graphs))
 	out := make(map[*Graph]*Liveness, len(p.Graphs))
+	eh := mayLand(p.Obj)
 	for round := 0; ; round++ {
 		for _, g := range p.Graphs {
-			out[g] = g.liveness(ret[g], local[g], exits[g])
+			out[g] = g.liveness(ret[g], local[g], exits[g], eh)
 		}
 		changed := false
 		for _, g := range p.Graphs {
