@@ -974,62 +974,61 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}, reload)
 			back()
 		}
+		// pairSlots returns a pair's two slots, compared in this order
+		// (its partner's and its own, or its own and its second), and
+		// the scratch register of their differences.
+		pairSlots := func() (a, o snippet.Operand, t snippet.Reg) {
+			if s.partner == 0 {
+				return slot, second, kit.Reg(free[len(free)-1])
+			}
+			return partner, slot, kit.Reg(free[len(free)-1])
+		}
 		switch {
 		case exact:
 			// Every access through the stub.
 			toPage()
 			call(stub)
 			b.Label("done")
-		case byAddr && s.pair:
-			// t = EA - a, rs = EA - o, t = rs where t is past the
-			// limit: within it when a slot holds the page. The miss
-			// path gets the address back.
-			a, o := partner, slot
-			if s.partner == 0 {
-				a, o = slot, second
+		case byAddr:
+			// The hot part: compares with the slots, by address (a
+			// pair's with one branch); the miss path, out of line, gets
+			// the address back in rs from its difference with slot o.
+			// within compares rs, an address, with the page base in
+			// op and goes to done where it lies in that page, leaving
+			// rs as it was where not.
+			within := func(op snippet.Operand) {
+				b.SubQ(op, rs)
+				b.CmpQ(lim, rs)
+				b.Jcc(snippet.CondBE, "done")
+				b.AddQ(op, rs)
 			}
-			t := kit.Reg(free[len(free)-1])
-			b.MovQ(rs, t)
-			b.SubQ(a, t)
-			b.SubQ(o, rs)
-			b.CmpQ(lim, t)
-			b.CmovQ(snippet.CondA, rs, t)
-			b.CmpQ(lim, t)
+			o := slot
+			if s.pair {
+				// t = EA - a, rs = EA - o, t = rs where t is past the
+				// limit: within it when a slot holds the page.
+				var a snippet.Operand
+				var t snippet.Reg
+				a, o, t = pairSlots()
+				b.MovQ(rs, t)
+				b.SubQ(a, t)
+				b.SubQ(o, rs)
+				b.CmpQ(lim, t)
+				b.CmovQ(snippet.CondA, rs, t)
+				b.CmpQ(lim, t)
+			} else {
+				if s.partner != 0 {
+					within(partner)
+				}
+				b.SubQ(slot, rs)
+				b.CmpQ(lim, rs)
+			}
 			b.Jcc(snippet.CondA, "miss")
 			b.Label("done")
 			b.Cold()
 			b.Label("miss")
 			b.AddQ(o, rs)
-			if s.partner != 0 && s.second >= 0 {
-				b.SubQ(second, rs)
-				b.CmpQ(lim, rs)
-				b.Jcc(snippet.CondBE, "done")
-				b.AddQ(second, rs)
-			}
-			toPage()
-			miss("done", false, func() { b.Jmp("done") })
-			b.Hot()
-		case byAddr:
-			// The hot part: compares with the slots, by address. On a
-			// miss, out of line, the address back in rs.
-			if s.partner != 0 {
-				b.SubQ(partner, rs)
-				b.CmpQ(lim, rs)
-				b.Jcc(snippet.CondBE, "done")
-				b.AddQ(partner, rs)
-			}
-			b.SubQ(slot, rs)
-			b.CmpQ(lim, rs)
-			b.Jcc(snippet.CondA, "miss")
-			b.Label("done")
-			b.Cold()
-			b.Label("miss")
-			b.AddQ(slot, rs)
-			if s.second >= 0 {
-				b.SubQ(second, rs)
-				b.CmpQ(lim, rs)
-				b.Jcc(snippet.CondBE, "done")
-				b.AddQ(second, rs)
+			if s.second >= 0 && !(s.pair && s.partner == 0) { // (a pair of its own and its second compared both)
+				within(second)
 			}
 			toPage()
 			miss("done", false, func() { b.Jmp("done") })
@@ -1059,11 +1058,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				// t = page - a, rs = page - o, t = 0 where rs is:
 				// zero when a slot holds the page. The miss path gets
 				// the page back.
-				a, o := partner, slot
-				if s.partner == 0 {
-					a, o = slot, second
-				}
-				t := kit.Reg(free[len(free)-1])
+				a, o, t := pairSlots()
 				b.MovQ(rs, t)
 				b.SubQ(a, t)
 				b.SubQ(o, rs)
