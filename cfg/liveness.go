@@ -141,19 +141,14 @@ func exitLive(b *Block, ret Live, out map[int]Live) Live {
 // liveness computes register and flag liveness for the function by
 // backward data flow over its blocks, to a fixed point. ret is what is
 // live at its returns; localCall reports direct calls to functions of
-// this object.
-func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live, eh bool) *Liveness {
+// this object; held, where no exception lands in the object, what
+// callerHeld found at each call (nil: calls keep all callee-saved
+// registers).
+func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live, held map[int]effect.RegSet) *Liveness {
 	fn := g.Func
 	n := fn.End - fn.Start
-	eff := g.eff
-	if len(eff) != n {
-		eff = Effects(g)
-	}
+	eff := g.effects()
 	l := &Liveness{g: g, before: make([]Live, n), after: make([]Live, n), eff: eff}
-	var held map[int]effect.RegSet
-	if !eh {
-		held = g.callerHeld(eff)
-	}
 	in := make([]Live, len(g.Blocks))
 	for changed := true; changed; {
 		changed = false
@@ -173,7 +168,7 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live, eh 
 				// every instruction was a tenth of liveness's time)
 				call := e.Ctrl == effect.Call || e.Ctrl == effect.IndirectCall
 				calls := callUsesEH
-				if call && !eh {
+				if call && held != nil {
 					calls.Regs = callUses.Regs | held[i]
 				}
 				live = transfer(e, live, call && localCall[i], calls)
@@ -186,6 +181,15 @@ func (g *Graph) liveness(ret Live, localCall map[int]bool, out map[int]Live, eh 
 		}
 	}
 	return l
+}
+
+// effects returns the effect of every instruction of the function, as
+// Build computed them (or now, for a graph built otherwise).
+func (g *Graph) effects() []effect.Effect {
+	if len(g.eff) == g.Func.End-g.Func.Start {
+		return g.eff
+	}
+	return Effects(g)
 }
 
 // callerHeld returns, at each call of the function (by instruction
@@ -283,10 +287,16 @@ func (p *Program) Liveness() map[*Graph]*Liveness {
 	}
 	exits := make(map[*Graph]map[int]Live, len(p.Graphs))
 	out := make(map[*Graph]*Liveness, len(p.Graphs))
-	eh := mayLand(p.Obj)
+	// (what callers hold at calls does not change between rounds)
+	held := make(map[*Graph]map[int]effect.RegSet, len(p.Graphs))
+	if !mayLand(p.Obj) {
+		for _, g := range p.Graphs {
+			held[g] = g.callerHeld(g.effects())
+		}
+	}
 	for round := 0; ; round++ {
 		for _, g := range p.Graphs {
-			out[g] = g.liveness(ret[g], local[g], exits[g], eh)
+			out[g] = g.liveness(ret[g], local[g], exits[g], held[g])
 		}
 		changed := false
 		for _, g := range p.Graphs {

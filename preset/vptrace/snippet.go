@@ -255,8 +255,9 @@ func (st *objState) steady(s *site, g *cfg.Graph) bool {
 		return true
 	}
 	bad := st.ofLoop(s, g, st.irregular, st.irregularRegs)
+	regs := kit.AddrRegs(s.acc.Mem)
 	for r := effect.Reg(0); r < 16; r++ {
-		if kit.AddrRegs(s.acc.Mem).Has(r) && !st.regularAt(g, b, s.inst, r, bad, regularDepth) {
+		if regs.Has(r) && !st.regularAt(g, b, s.inst, r, bad, regularDepth) {
 			return false
 		}
 	}
