@@ -18,7 +18,7 @@ import (
 // computes its indices afresh from the arguments, so every later block[i1]
 // access should partner the first one and every later block[i2] access the
 // second: not the nearest access through the same base (the other
-// suffix's), nor a later step of its own suffix (a site that matched its
+// suffix's: the first block[i2] access has no partner at all), nor a later step of its own suffix (a site that matched its
 // partner leaves its own slot stale). TestSweepsExact runs gtu across page
 // boundaries: the pages are what they were.
 func TestPartners(t *testing.T) {
@@ -32,8 +32,14 @@ func TestPartners(t *testing.T) {
 				t.Fatalf("gtu: %d sites with slot compares, want at least 8 (two per step)", len(sites))
 			}
 			// A site's own slot comes after its partner's, if any; a
-			// second slot (gtu has no loop) after its own.
-			own := func(k int) int64 { return sites[k][min(k, 1)] }
+			// second slot (gtu has no loop) after its own. The first
+			// block[i2] access has no partner: the block[i1] access
+			// before it goes through the same base with another index,
+			// and is on another page mostly (a compare that would miss).
+			own := func(k int) int64 { return sites[k][0] }
+			if slices.Contains(sites[1], own(0)) {
+				t.Errorf("gtu site 1 compares with slots %#x, among them site 0's own %#x: want no partner (another index)", sites[1], own(0))
+			}
 			for k := 2; k < len(sites); k++ {
 				if n := len(sites[k]); n < 2 || n > 3 || sites[k][0] != own(k%2) || slices.Contains(sites[k][1:], own(k%2)) {
 					t.Errorf("gtu site %d compares with slots %#x, want its partner %#x (site %d) first, then its own (and its second)", k, sites[k], own(k%2), k%2)
