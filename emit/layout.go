@@ -40,6 +40,10 @@ type codeMap struct {
 	// out (by home, then as cold).
 	cold      []coldPart
 	coldOrder []int
+	// taken maps a conditional jump with code on its taken path
+	// (ibr.Section.InsertTaken) to that code's entry in cold: the jump
+	// branches there.
+	taken map[int]int
 	// guards are the jumps over cold areas that follow an element that
 	// may fall through, by home.
 	guards []guard
@@ -175,6 +179,12 @@ func (m *codeMap) findCold() {
 			home := len(s.Insts) - 1
 			if fn := s.FuncAt(i); fn != nil && fn.End > i {
 				home = fn.End - 1
+			}
+			if sn == s.Taken(i) {
+				if m.taken == nil {
+					m.taken = make(map[int]int)
+				}
+				m.taken[i] = len(m.cold)
 			}
 			m.cold = append(m.cold, coldPart{sn: sn, home: home})
 		}
@@ -316,6 +326,16 @@ func (m *codeMap) fieldOf(off uint64) uint64 {
 	return uint64(m.inst[i]) + off - uint64(m.sec.Insts[i].Off)
 }
 
+// target returns the new offset branch i goes to: its link's target, or
+// the code on its taken path (which goes on to that target).
+func (m *codeMap) target(i int) uint64 {
+	if k, ok := m.taken[i]; ok {
+		return uint64(m.cold[k].at)
+	}
+	l := m.sec.Insts[i].Link
+	return m.addr(l.Target, l.Delta)
+}
+
 // relax grows short branches that no longer reach their target until
 // every branch fits. Branches only ever grow, so this terminates.
 func (m *codeMap) relax() {
@@ -328,7 +348,7 @@ func (m *codeMap) relax() {
 			if in.Link == nil || in.Link.Kind != ibr.LinkBranch || in.Layout.RelSize != 1 || m.grown[i] {
 				continue
 			}
-			d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(m.inst[i]) - int64(in.Len)
+			d := int64(m.target(i)) - int64(m.inst[i]) - int64(in.Len)
 			if d < -128 || d > 127 {
 				m.grown[i] = true
 				changed = true
@@ -464,12 +484,13 @@ func (m *codeMap) writeInst(out []byte, i int) error {
 		return nil
 	}
 	var off, size int
+	var to uint64
 	if in.Link.Kind == ibr.LinkBranch {
-		off, size = int(in.Layout.RelOff), int(in.Layout.RelSize)
+		off, size, to = int(in.Layout.RelOff), int(in.Layout.RelSize), m.target(i)
 	} else {
-		off, size = int(in.Layout.DispOff), int(in.Layout.DispSize)
+		off, size, to = int(in.Layout.DispOff), int(in.Layout.DispSize), m.addr(in.Link.Target, in.Link.Delta)
 	}
-	d := int64(m.addr(in.Link.Target, in.Link.Delta)) - int64(end)
+	d := int64(to) - int64(end)
 	if err := putDisp(dst[off:off+size], d); err != nil {
 		return fmt.Errorf("%s: %v", m.sec.Where(uint64(in.Off)), err)
 	}
@@ -481,7 +502,7 @@ func (m *codeMap) writeGrown(i int, dst, src []byte) error {
 	in := &m.sec.Insts[i]
 	l := &in.Layout
 	p := copy(dst, src[:l.OpcodeOff])
-	target := int64(m.addr(in.Link.Target, in.Link.Delta))
+	target := int64(m.target(i))
 	end := int64(m.inst[i]) + int64(len(dst))
 	var field []byte
 	switch op := l.Opcode; {

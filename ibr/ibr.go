@@ -94,6 +94,9 @@ type Section struct {
 	// asm holds the x86asm decoding of every instruction, made on first
 	// use: moving code needs only the layouts, analyses need semantics.
 	asm []x86asm.Inst
+	// taken holds the code on the taken paths of conditional jumps, by
+	// instruction (InsertTaken): few, so not a field of every Inst.
+	taken map[int]*takenPath
 }
 
 // Asm returns the x86asm decoding of instruction i. Op is 0 when x86asm

@@ -1,9 +1,6 @@
 package kit
 
 import (
-	"fmt"
-	"slices"
-
 	"golang.org/x/arch/x86/x86asm"
 
 	"hijack/cfg"
@@ -50,11 +47,11 @@ func EdgeTo(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 
 // EdgeToOrTaken is EdgeTo, and also finds a place for code on the taken
 // path of a conditional jump from p to t (jcc, not jrcxz or loop): the
-// code goes out of line, after the function, behind a jump with the
-// jump's own condition that Insert puts before the jump, and jumps back
-// to the jump, which then takes its own way (Edge.Taken). The flags the
-// jump tests are live in the code (Live): it must keep them. Codes put on
-// the same path run in the order they were put there.
+// code goes out of line, after the function, where the jump now branches,
+// and jumps on to t (Edge.Taken, ibr.Section.InsertTaken). Live says the
+// flags the jump tests are live in the code (more than t may need: the
+// code keeps them). Codes put on the same path run in the order they
+// were put there.
 func EdgeToOrTaken(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 	if e, ok := EdgeTo(g, p, t); ok {
 		return e, true
@@ -102,60 +99,9 @@ func (e Edge) Insert(s *ibr.Section, sn *ibr.Snippet) error {
 	case e.After:
 		return s.InsertAfter(e.Inst, sn)
 	case e.Taken:
-		return insertTaken(s, e.Inst, sn)
+		return s.InsertTaken(e.Inst, sn)
 	}
 	return s.InsertBefore(e.Inst, sn)
-}
-
-// insertTaken inserts sn on the taken path of the conditional jump i:
-// `j<cc> 1f` before it, and out of line `1: <sn>; jmp <back>`, back being
-// the end of that j<cc> (the code inserted after it, then the jump, which
-// the flags take again), then sn's own cold part, if any (its jumps to
-// the end of sn's hot part go to the jmp).
-func insertTaken(s *ibr.Section, i int, sn *ibr.Snippet) error {
-	in := &s.Insts[i]
-	cc, ok := jccCond(s.Asm(i).Op)
-	if !ok || in.Link == nil || in.Link.Kind != ibr.LinkBranch {
-		return fmt.Errorf("%s: code on a taken path: not a conditional jump", s.Where(uint64(in.Off)))
-	}
-	const jcc = 6 // 0f 8x rel32
-	n := len(sn.Code)
-	code := append(append(make([]byte, 0, n+5), sn.Code...), 0xe9, 0, 0, 0, 0)
-	relocs := slices.Clip(sn.Relocs)
-	links := make([]ibr.SnippetLink, 0, len(sn.Links)+1)
-	// at is where sn's cold part goes, after the jmp: the hot part's
-	// links to it count from there now.
-	at := n + 5
-	for _, l := range sn.Links {
-		if l.To == ibr.LinkCold {
-			l.Delta += int64(at)
-		}
-		links = append(links, l)
-	}
-	links = append(links, ibr.SnippetLink{Off: n + 1, End: n + 5, To: ibr.LinkHot, Delta: jcc})
-	if c := sn.Cold; c != nil {
-		code = append(code, c.Code...)
-		for _, r := range c.Relocs {
-			r.Off += at
-			relocs = append(relocs, r)
-		}
-		for _, l := range c.Links {
-			l.Off, l.End = l.Off+at, l.End+at
-			switch l.To {
-			case ibr.LinkHot: // (sn's hot part starts the cold part now)
-				l.To = ibr.LinkCold
-			case ibr.LinkCold:
-				l.Delta += int64(at)
-			}
-			links = append(links, l)
-		}
-	}
-	hot := &ibr.Snippet{
-		Code:  []byte{0x0f, 0x80 | byte(cc), 0, 0, 0, 0},
-		Links: []ibr.SnippetLink{{Off: 2, End: jcc, To: ibr.LinkCold}},
-		Cold:  &ibr.Snippet{Code: code, Relocs: relocs, Links: links},
-	}
-	return s.InsertBefore(i, hot)
 }
 
 // IVStep returns the constant instruction i adds to the 64-bit register

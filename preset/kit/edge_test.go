@@ -145,11 +145,15 @@ var takenLoop = []byte{
 // TestTakenEdgeRuns inserts code on the two taken edges of takenLoop (the
 // early exit adds 1000 to rax, the back edge 0x10000, with lea: the flags
 // stay; the back edge's code jumps to a cold part of its own and back, and
-// a second code on it adds 0x100 0000), links the object into a program
-// and runs it: what it returns must be what the loop computes with the
-// additions on those edges alone.
+// a second code on it adds 0x100 0000), and code before the back edge's
+// jump after those (adds 0x100 0000 0000, on both of its paths), links the
+// object into a program and runs it: what it returns must be what the
+// loop computes with the additions on those edges alone. The jumps are
+// re-targeted, not repeated: the function has its two conditional jumps
+// still (objdump), where a jump before each to the code and back would
+// make five.
 func TestTakenEdgeRuns(t *testing.T) {
-	testutil.Need(t, "gcc")
+	testutil.Need(t, "gcc", "objdump")
 	dir := t.TempDir()
 	o := newObject(t, []fn{{"f", takenLoop}}, nil)
 	a := kit.Analyze(o)
@@ -186,6 +190,16 @@ func TestTakenEdgeRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// (rdx is free; the flags are the jump's: mov and lea keep them)
+	b.MovQ(snippet.Imm(0x10000000000), snippet.RDX)
+	b.LeaQ(snippet.MemIndex(snippet.RAX, snippet.RDX, 1, 0), snippet.RAX)
+	sn, err := b.Assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sec.InsertBefore(7, sn); err != nil {
+		t.Fatal(err)
+	}
 	obj, exe, main := filepath.Join(dir, "f.o"), filepath.Join(dir, "f"), filepath.Join(dir, "main.c")
 	writeObject(t, o, obj)
 	if err := os.WriteFile(main, []byte(`#include <stdio.h>
@@ -217,6 +231,7 @@ int main(void) {
 					break
 				}
 				rax++
+				rax += 0x10000000000
 				if rdi--; rdi == 0 {
 					break
 				}
@@ -227,5 +242,18 @@ int main(void) {
 	}
 	if string(out) != want.String() {
 		t.Errorf("output\n%s\nwant\n%s", out, want.String())
+	}
+	dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", obj).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jcc []string
+	for _, line := range strings.Split(string(dis), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[1], "j") && f[1] != "jmp" {
+			jcc = append(jcc, strings.Join(f[1:], " "))
+		}
+	}
+	if len(jcc) != 2 {
+		t.Errorf("conditional jumps %q, want the function's two (je, jne), re-targeted", jcc)
 	}
 }
