@@ -54,6 +54,10 @@ type site struct {
 	stride int64
 	// dynStep, for a sweep, is a step the runtime reads from a register.
 	dynStep *dynStep
+	// reload, for a sweep, is an address register the loop loads from a
+	// stack slot no instruction of the loop writes (a pointer the compiler
+	// spilled, reloaded every iteration): its value is the slot's.
+	reload *stackReload
 	// partner, when non-zero, is 1 + the index of an earlier site whose
 	// last-page slot the site compares its page with before its own
 	// (partner.go).
@@ -90,6 +94,14 @@ type site struct {
 type dynStep struct {
 	reg  effect.Reg
 	mult int64
+}
+
+// stackReload says that register reg of a sweep's address holds, at the
+// access, the 8 bytes at off(%rsp), with rsp as in the loop (which does
+// not change it).
+type stackReload struct {
+	reg effect.Reg
+	off int64
 }
 
 // groupKey identifies accesses that the page-size estimate H may merge:

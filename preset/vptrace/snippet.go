@@ -605,6 +605,11 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 		// the runtime reads the step register at the call: not a scratch
 		reserved |= 1 << s.dynStep.reg
 	}
+	if s.reload != nil {
+		// (S takes the reloaded value before the address is computed
+		// from the others, which may be dead here)
+		reserved |= kit.AddrRegs(s.acc.Mem)
+	}
 	free, borrowed, err := kit.Scratch(need, liveRegs, reserved, 0)
 	if err != nil {
 		return nil, err
@@ -613,14 +618,31 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 	if exit || len(borrowed) > 0 || saveFlags {
 		shift = b.Save(borrowed...)
 	}
+	S := kit.Reg(free[0])
 	// The range starts at the first byte the site stands for (lo); the
 	// site record's size is the extent hi-lo, which the runtime adds.
-	ea, err := st.address(s, shift, delta+s.lo)
+	at := *s
+	if r := s.reload; r != nil {
+		// The register's value is its stack slot's: S takes it, and
+		// the address is computed with S in the register's place.
+		if r.off+int64(shift) != int64(int32(r.off+int64(shift))) {
+			b.Reset()
+			return nil, fmt.Errorf("stack slot %#x(%%rsp) out of range", r.off)
+		}
+		b.MovQ(snippet.Mem(snippet.RSP, int32(r.off)+shift), S)
+		reg, s64 := x86asm.RAX+x86asm.Reg(r.reg), x86asm.RAX+x86asm.Reg(free[0])
+		if at.acc.Mem.Base == reg {
+			at.acc.Mem.Base = s64
+		}
+		if at.acc.Mem.Index == reg {
+			at.acc.Mem.Index = s64
+		}
+	}
+	ea, err := st.address(&at, shift, delta+s.lo)
 	if err != nil {
 		b.Reset()
 		return nil, err
 	}
-	S := kit.Reg(free[0])
 	b.LeaQ(ea, S)
 	if saveFlags {
 		b.Pushfq()

@@ -422,7 +422,8 @@ func spillBlock(lv *cfg.Liveness, b *cfg.Block) (refs effect.RegSet, ok bool) {
 }
 
 // stackSweepEdges returns the edges where the code of a sweep whose
-// address is rsp-relative (usestack) goes: it computes the address from
+// address is rsp-relative (usestack), or has a register reloaded from the
+// stack (site.reload), goes: it computes the address from
 // rsp, so it must not run between a spilled loop's save and restore,
 // which code on a shared edge would (a sibling loop's exit into a spilled
 // loop's header, say). Other sweeps' code does not mind: their addresses
@@ -431,7 +432,7 @@ func spillBlock(lv *cfg.Liveness, b *cfg.Block) (refs effect.RegSet, ok bool) {
 func stackSweepEdges(sweeps []*sweep) map[kit.Edge]bool {
 	m := make(map[kit.Edge]bool)
 	for _, sw := range sweeps {
-		if sw == nil || !kit.AddrRegs(sw.site.acc.Mem).Has(effect.RSP) {
+		if sw == nil || !kit.AddrRegs(sw.site.acc.Mem).Has(effect.RSP) && sw.site.reload == nil {
 			continue
 		}
 		for _, e := range sw.entries {

@@ -24,6 +24,13 @@ import (
 // column walk down a matrix whose row length is known at run time): then
 // the runtime reads the register when the loop exits and the adjustments
 // of the first and last addresses by one step are made there (dynStep).
+//
+// A register of the address that the loop writes may still be invariant:
+// a pointer the compiler spilled and reloads from its stack slot every
+// iteration (a loop over more arrays than there are registers). It is,
+// where the site's block loads it from the slot before the site, the loop
+// keeps rsp and writes no memory that could be the slot (stackReload);
+// the entry and exit code load it from the slot too (site.reload).
 type sweep struct {
 	site  *site
 	step  int64 // bytes per iteration (may be negative or zero)
@@ -78,10 +85,12 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	if !li.ok {
 		return nil
 	}
-	// Registers of the address: exactly one may change in the loop.
+	// Registers of the address: exactly one may change in the loop (one
+	// more may be reloaded from the stack).
 	m := st.acc.Mem
 	var iv effect.Reg = 0xff
 	var scale int64 = 1
+	var reload *stackReload
 	for k, r := range []x86asm.Reg{m.Base, m.Index} {
 		if r == 0 || r == x86asm.RIP {
 			continue
@@ -93,6 +102,11 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		if li.defs[n] == 0 {
 			continue
 		}
+		if reload == nil {
+			if reload = sel.stackReload(st, n, li); reload != nil {
+				continue
+			}
+		}
 		if iv != 0xff || li.defs[n] != 1 {
 			return nil
 		}
@@ -100,6 +114,9 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		if k == 1 {
 			scale = int64(m.Scale)
 		}
+	}
+	if reload != nil && reload.reg == iv {
+		return nil // (base and index the same register)
 	}
 	sw := &sweep{site: st}
 	siteNode := li.index[b.Index]
@@ -211,7 +228,58 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 		return nil
 	}
 	st.dynStep = dyn
+	st.reload = reload
 	return sw
+}
+
+// stackReload returns, when register r of sweep site st is loaded from a
+// stack slot in st's block before st (`mov off(%rsp), r`, 64 bits, and r
+// not written between) and loop li keeps rsp and writes no memory but
+// other stack slots (it makes no calls: li.ok), where r's value is: the
+// same slot's at every access, at the loop's entries and at its exits.
+// Nothing else may write the slot: the stack below the frame belongs to
+// the function, and only its own stores (none in the loop) change it.
+func (sel *selector) stackReload(st *site, r effect.Reg, li *loopInfo) *stackReload {
+	if li.defs[effect.RSP] != 0 {
+		return nil
+	}
+	g := sel.g
+	b := g.BlockOf(st.inst)
+	var off int64
+	found := false
+	for i := st.inst - 1; i >= b.Start && !found; i-- {
+		e := sel.live.Effect(i)
+		if !(e.Def | e.Partial).Has(r) {
+			continue
+		}
+		a := g.Sec.Asm(i)
+		mem, isMem := a.Args[1].(x86asm.Mem)
+		if a.Op != x86asm.MOV || a.Args[0] != x86asm.RAX+x86asm.Reg(r) || !isMem || e.Partial.Has(r) ||
+			mem.Base != x86asm.RSP || mem.Index != 0 || mem.Segment != 0 {
+			return nil
+		}
+		off, found = mem.Disp, true
+	}
+	if !found {
+		return nil
+	}
+	for _, x := range li.l.Nodes {
+		xb := g.Blocks[x]
+		for i := xb.Start; i < xb.End; i++ {
+			e := sel.live.Effect(i)
+			for _, acc := range e.Mem[:e.NMem] {
+				if !acc.Write {
+					continue
+				}
+				am := acc.Mem
+				if am.Base != x86asm.RSP || am.Index != 0 || am.Segment != 0 || acc.Size <= 0 || acc.Rep || acc.VSIB ||
+					am.Disp < off+8 && off < am.Disp+int64(acc.Size) {
+					return nil
+				}
+			}
+		}
+	}
+	return &stackReload{reg: r, off: off}
 }
 
 // depthIn reports whether block bi of g lies in a loop nested in l.

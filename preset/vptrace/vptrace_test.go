@@ -183,8 +183,15 @@ func TestSweepsExact(t *testing.T) {
 				t.Fatalf("%d pages expected, %d traced: missing %v, extra %v", len(want), len(got), head(missing), head(extra))
 			}
 			sweeps, dyn := 0, 0
+			spilled, spilledSweeps := 0, 0
 			for _, o := range tr.Objects {
 				for _, r := range o.Sites {
+					if o.Str(r.Func) == "spilled" && r.Size == 4 {
+						spilled++
+						if r.Kind&trace.KindRange != 0 {
+							spilledSweeps++
+						}
+					}
 					if r.Kind&trace.KindRange != 0 {
 						sweeps++
 					}
@@ -202,6 +209,11 @@ func TestSweepsExact(t *testing.T) {
 			// strided's step is its stride parameter, in a register
 			if opt != "-O0" && dyn < 1 {
 				t.Errorf("%d sweep sites with a register step, want at least 1", dyn)
+			}
+			// spilled's loop reads 12 arrays, some through pointers it
+			// loads from the stack in every iteration: all sweeps
+			if (opt == "-O1" || opt == "-O2") && (spilled < 12 || spilledSweeps != spilled) {
+				t.Errorf("spilled: %d sweep sites of %d int accesses, want all of at least 12", spilledSweeps, spilled)
 			}
 			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step", len(want), sweeps, dyn)
 		})

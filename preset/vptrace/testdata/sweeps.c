@@ -55,6 +55,21 @@ void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsi
 	*seed = s;
 }
 
+/* spilled: more arrays than there are registers: gcc -O2 keeps some of
+ * the pointers in stack slots and loads them again in every iteration
+ * (`mov -0x18(%rsp),%rdi; movslq (%rdi,%rax,4),%rdx`). Such a pointer is
+ * loop-invariant still: every access is a sweep. */
+long spilled(const int *const *p, long n) {
+	const int *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
+	const int *a6 = p[6], *a7 = p[7], *a8 = p[8], *a9 = p[9], *a10 = p[10], *a11 = p[11];
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		s += (long)a0[i] * 1 + a1[i] * 2 + a2[i] * 3 + a3[i] * 4 + a4[i] * 5 + a5[i] * 6;
+		s ^= (long)a6[i] * 7 + a7[i] * 8 + a8[i] * 9 + a9[i] * 10 + a10[i] * 11 + a11[i] * 12;
+	}
+	return s;
+}
+
 /* gtu: bzip2's mainGtU, an unrolled compare of two suffixes of a block;
  * at -O2 each step computes its indices afresh from the arguments
  * (`lea 2(%rdi),%edx; movzbl (%rax,%rdx),%edx`), so every i1 access

@@ -12,6 +12,7 @@ long chase(long **p, long steps);
 long early_exit(const long *a, long n, long key);
 void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsigned long *hist, unsigned long *seed);
 int gtu(unsigned i1, unsigned i2, const unsigned char *block);
+long spilled(const int *const *p, long n);
 
 static void pages(const void *lo, size_t len) {
 	uintptr_t a = (uintptr_t)lo >> 12, b = ((uintptr_t)lo + len - 1) >> 12;
@@ -69,6 +70,19 @@ int main(void) {
 		pages(&priv[(s >> 33) % (unsigned long)np], sizeof *priv);
 		pages(&hist[in[i] & 255], sizeof *hist);
 	}
+
+	/* spilled: 12 arrays of 5000 ints, the first 3001 of each read */
+	const int *arr[12];
+	for (int k = 0; k < 12; k++) {
+		int *x = malloc(5000 * sizeof *x);
+		for (int i = 0; i < 5000; i++)
+			x[i] = i * (k + 1);
+		arr[k] = x;
+	}
+	printf("spilled %ld\n", spilled(arr, 3001));
+	pages(arr, sizeof arr);
+	for (int k = 0; k < 12; k++)
+		pages(arr[k], 3001 * sizeof *arr[k]);
 
 	/* gtu: equal suffixes (all 8 steps) whose first one crosses from the
 	 * first page to the second after 3 bytes; then suffixes that differ
