@@ -183,7 +183,9 @@ func TestProbeKinds(t *testing.T) {
 // TestStraddle runs reads and writes whose bytes cross a page boundary
 // (testdata/straddle.c: accessors called twice on the same address, a
 // gather in a loop, a walk in a loop that steps its position, one in a
-// loop whose position wraps at a bound): the trace must have both pages of every crossing
+// loop whose position wraps at a bound, a record's key and value at
+// offsets the data chooses, the value read where the key matches):
+// the trace must have both pages of every crossing
 // access with its kind, and no page of the buffer the accesses did not
 // touch. The second page is recorded through the stub at every crossing,
 // the first unless the site's slot has it.
@@ -216,6 +218,16 @@ func TestStraddle(t *testing.T) {
 					if got != want {
 						t.Errorf("%s: checks by address against %q, want %q:\n%s", fn, got, want, strings.Join(lines, "\n"))
 					}
+				}
+				// field's value compares the page of its last byte
+				// (lea 0xf) with its key's slot first
+				lines := disasm(t, inst, "field")
+				last := false
+				for k := 0; k+1 < len(lines); k++ {
+					last = last || strings.Contains(lines[k], "lea    0xf(%") && strings.Contains(lines[k+1], "shr    $0xc,%")
+				}
+				if !last {
+					t.Errorf("field: no compare of the value's last byte's page:\n%s", strings.Join(lines, "\n"))
 				}
 			}
 			span, want, got, out := runDriver(t, dir, "testdata/straddle_main.c", inst, rt)

@@ -775,12 +775,25 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// The addresses, with lea and mov only: the registers they use
 		// (rax among them) still hold the program's values.
 		rs := kit.Reg(free[0])
+		// lastFirst: the page of the last byte is compared with the
+		// partner's slot first (lastByPartner); then the address again.
+		lastFirst := carry && !exact && !s.byAddr && !s.pair && st.lastByPartner(s) &&
+			!(flagsLive && kit.AddrRegs(s.acc.Mem).Has(effect.RAX))
 		ea, err := st.address(s, shift, s.lo)
 		if err != nil {
 			b.Reset()
 			return nil, -1, err
 		}
-		b.LeaQ(ea, rs)
+		if lastFirst {
+			last, err := st.address(s, shift, s.hi-1)
+			if err != nil {
+				b.Reset()
+				return nil, -1, err
+			}
+			b.LeaQ(last, rs)
+		} else {
+			b.LeaQ(ea, rs)
+		}
 		next := 1
 		if s.acc.Mem.Segment != 0 {
 			T := kit.Reg(free[next])
@@ -1061,6 +1074,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			// scattered site (its slot mostly misses: the probe stays
 			// inline, as the listings show it), else with the miss
 			// path out of line.
+			if lastFirst {
+				b.ShrQ(snippet.Imm(12), rs)
+				b.CmpQ(rs, partner)
+				b.Jcc(snippet.CondE, "done")
+				b.LeaQ(ea, rs) // (the address registers hold the program's values still)
+			}
 			toPage()
 			branch := func() { b.Jcc(snippet.CondE, "done") }
 			back := func() {}
@@ -1090,7 +1109,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				branch()
 				b.AddQ(o, rs)
 			default:
-				if s.partner != 0 {
+				if s.partner != 0 && !lastFirst {
 					b.CmpQ(rs, partner)
 					b.Jcc(snippet.CondE, "done")
 				}
@@ -1149,6 +1168,31 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 // carry reports whether s's bytes may cross into the next page and span
 // at most a page: the carry of a 16-bit add finds out (straddleCheck).
 func (s *site) carry() bool { return s.twoPages && s.hi-s.lo-1 < 4096 }
+
+// lastByPartner reports whether site s, whose bytes may cross a page
+// boundary, may compare the page of its last byte alone with its
+// partner's slot: where they agree, every page of s's bytes is recorded.
+// s's bytes start no lower than the partner's and end within 4096 bytes
+// of their start (the same base register, unchanged in between, no
+// index, displacements known), so they lie on the page of the partner's
+// first byte or the next; the partner, which ran just before, recorded
+// the first (it checked its own bytes), and its slot holds a page it
+// recorded: where that is the page of s's last byte, s's bytes lie on
+// recorded pages, one or both. (`b->key`, then `b->val` of a bucket
+// whose alignment the code does not show: four instructions to the
+// compare, where the crossing test and the first byte's page took seven.)
+func (st *objState) lastByPartner(s *site) bool {
+	if s.partner == 0 || s.rel != nil || s.link != nil {
+		return false
+	}
+	c := st.sites[s.partner-1]
+	m, cm := s.acc.Mem, c.acc.Mem
+	if c.rel != nil || c.link != nil || m.Index != 0 || cm.Index != 0 || !sameBase(m, cm) {
+		return false
+	}
+	d := (m.Disp + s.lo) - (cm.Disp + c.lo)
+	return d >= 0 && d+(s.hi-s.lo)-1 < 4096
+}
 
 // addrRegs is how many registers s's code takes for its page: the page,
 // and the last byte's page (a span over a page) or the segment base.

@@ -61,3 +61,22 @@ long wrap2(const char *p, unsigned i, unsigned n, long steps)
 	}
 	return s;
 }
+
+/* A record's key, then (where it matches) its value, 8 bytes each, at
+ * offsets the data chooses (no alignment the code shows): the value's
+ * site compares the page of its last byte with the key's slot first
+ * (lastByPartner): where they agree, both of its pages are recorded. */
+long field(const char *base, const unsigned *off, long n, long key)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		const char *p = base + off[i];
+		long k, v;
+		memcpy(&k, p, 8);
+		if (k == key) {
+			memcpy(&v, p + 8, 8);
+			s += v;
+		}
+	}
+	return s;
+}

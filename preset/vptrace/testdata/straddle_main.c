@@ -15,12 +15,13 @@ void put4(char *p, int v);
 long gather(const char *base, const unsigned *off, long n);
 void walk8(const char *p, long n);
 long wrap2(const char *p, unsigned i, unsigned n, long steps);
+long field(const char *base, const unsigned *off, long n, long key);
 
 static long sunk;
 
 void sink(long v) { sunk += v; }
 
-#define PAGES 68
+#define PAGES 82
 static unsigned char kinds[PAGES];
 
 static void touch(char *buf, char *p, int n, unsigned char k)
@@ -71,6 +72,29 @@ int main(void)
 	unsigned ring = 2 * 4096 + 2;
 	s += wrap2(buf + 64 * 4096, 1, ring, 2 * ring);
 	touch(buf, buf + 64 * 4096, ring + 1, 1);
+	/* pages 68-81: records whose value is on the key's page, crosses
+	 * into the next, or is all on the next; whose key crosses; and
+	 * records whose key does not match, their value not read (on a
+	 * page nothing else touches). Each twice. */
+	static const unsigned at[][2] = {
+		{68, 4000}, {68, 4080}, {69, 4084}, {71, 4088}, {73, 4092}, {75, 4095},
+		{77, 4088}, /* no match: 78 untouched */
+		{79, 4000}, /* no match, on the page */
+		{80, 4090}, /* a match crossing into 81 */
+	};
+	unsigned foff[2 * 9];
+	long want = 0x5a5a5a5a5a5a5a5aL;
+	for (int k = 0; k < 9; k++) {
+		foff[k] = foff[k + 9] = at[k][0] * 4096 + at[k][1];
+		long key = (k == 6 || k == 7) ? 0 : want;
+		__builtin_memcpy(buf + foff[k], &key, 8);
+	}
+	s += field((char *)buf, foff, 18, want);
+	for (int k = 0; k < 9; k++) {
+		touch(buf, buf + foff[k], 8, 1);
+		if (k != 6 && k != 7)
+			touch(buf, buf + foff[k] + 8, 8, 1);
+	}
 	printf("sum %ld\nspan 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
 	for (int p = 0; p < PAGES; p++)
 		if (kinds[p])
