@@ -184,7 +184,8 @@ func TestProbeKinds(t *testing.T) {
 // (testdata/straddle.c: accessors called twice on the same address, a
 // gather in a loop, a walk in a loop that steps its position, one in a
 // loop whose position wraps at a bound, a record's key and value at
-// offsets the data chooses, the value read where the key matches):
+// offsets the data chooses, the value read where the key matches, and
+// the other way round):
 // the trace must have both pages of every crossing
 // access with its kind, and no page of the buffer the accesses did not
 // touch. The second page is recorded through the stub at every crossing,
@@ -220,14 +221,18 @@ func TestStraddle(t *testing.T) {
 					}
 				}
 				// field's value compares the page of its last byte
-				// (lea 0xf) with its key's slot first
-				lines := disasm(t, inst, "field")
-				last := false
-				for k := 0; k+1 < len(lines); k++ {
-					last = last || strings.Contains(lines[k], "lea    0xf(%") && strings.Contains(lines[k+1], "shr    $0xc,%")
-				}
-				if !last {
-					t.Errorf("field: no compare of the value's last byte's page:\n%s", strings.Join(lines, "\n"))
+				// (lea 0xf) with its key's slot first, field2's key
+				// that of its first (lea (%r..)) with its value's
+				for fn, lea := range map[string]string{"field": "lea    0xf(%", "field2": "lea    (%"} {
+					lines := disasm(t, inst, fn)
+					end := false
+					for k := 0; k+2 < len(lines); k++ {
+						end = end || strings.Contains(lines[k], lea) && strings.Contains(lines[k+1], "shr    $0xc,%") &&
+							strings.Contains(lines[k+2], "cmp ")
+					}
+					if !end {
+						t.Errorf("%s: no compare of one end's page with the partner's slot:\n%s", fn, strings.Join(lines, "\n"))
+					}
 				}
 			}
 			span, want, got, out := runDriver(t, dir, "testdata/straddle_main.c", inst, rt)

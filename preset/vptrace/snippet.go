@@ -775,17 +775,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// The addresses, with lea and mov only: the registers they use
 		// (rax among them) still hold the program's values.
 		rs := kit.Reg(free[0])
-		// lastFirst: the page of the last byte is compared with the
-		// partner's slot first (lastByPartner); then the address again.
-		lastFirst := carry && !exact && !s.byAddr && !s.pair && st.lastByPartner(s) &&
+		// endFirst: the page of the first or last byte (end) is
+		// compared with the partner's slot first (endByPartner); then
+		// the address again.
+		end, endFirst := st.endByPartner(s)
+		endFirst = endFirst && carry && !exact && !s.byAddr && !s.pair &&
 			!(flagsLive && kit.AddrRegs(s.acc.Mem).Has(effect.RAX))
 		ea, err := st.address(s, shift, s.lo)
 		if err != nil {
 			b.Reset()
 			return nil, -1, err
 		}
-		if lastFirst {
-			last, err := st.address(s, shift, s.hi-1)
+		if endFirst {
+			last, err := st.address(s, shift, end)
 			if err != nil {
 				b.Reset()
 				return nil, -1, err
@@ -1074,7 +1076,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			// scattered site (its slot mostly misses: the probe stays
 			// inline, as the listings show it), else with the miss
 			// path out of line.
-			if lastFirst {
+			if endFirst {
 				b.ShrQ(snippet.Imm(12), rs)
 				b.CmpQ(rs, partner)
 				b.Jcc(snippet.CondE, "done")
@@ -1109,7 +1111,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				branch()
 				b.AddQ(o, rs)
 			default:
-				if s.partner != 0 && !lastFirst {
+				if s.partner != 0 && !endFirst {
 					b.CmpQ(rs, partner)
 					b.Jcc(snippet.CondE, "done")
 				}
@@ -1169,29 +1171,40 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 // at most a page: the carry of a 16-bit add finds out (straddleCheck).
 func (s *site) carry() bool { return s.twoPages && s.hi-s.lo-1 < 4096 }
 
-// lastByPartner reports whether site s, whose bytes may cross a page
-// boundary, may compare the page of its last byte alone with its
-// partner's slot: where they agree, every page of s's bytes is recorded.
-// s's bytes start no lower than the partner's and end within 4096 bytes
-// of their start (the same base register, unchanged in between, no
-// index, displacements known), so they lie on the page of the partner's
-// first byte or the next; the partner, which ran just before, recorded
-// the first (it checked its own bytes), and its slot holds a page it
-// recorded: where that is the page of s's last byte, s's bytes lie on
-// recorded pages, one or both. (`b->key`, then `b->val` of a bucket
-// whose alignment the code does not show: four instructions to the
-// compare, where the crossing test and the first byte's page took seven.)
-func (st *objState) lastByPartner(s *site) bool {
+// endByPartner reports whether site s, whose bytes may cross a page
+// boundary, may compare the page of one end of its bytes alone with its
+// partner's slot (at offset end from its address: the last byte, or the
+// first): where they agree, every page of s's bytes is recorded. Both
+// go through the same base register, unchanged in between, with no
+// index and displacements known. Where s's bytes start no lower than the
+// partner's and end within 4096 bytes of their start, they lie on the
+// page of the partner's first byte or the next; the partner, which ran
+// just before, recorded the first (it checked its own bytes), and its
+// slot holds a page it recorded: where that is the page of s's last
+// byte, s's bytes lie on recorded pages, one or both. Where s's bytes end
+// no higher than the partner's and start within 4096 bytes of their end,
+// the same holds of s's first byte, the page of the partner's last one
+// and the page before. (`b->key`, then `b->val` of a bucket whose
+// alignment the code does not show: four instructions to the compare,
+// where the crossing test and the first byte's page took seven.)
+func (st *objState) endByPartner(s *site) (end int64, ok bool) {
 	if s.partner == 0 || s.rel != nil || s.link != nil {
-		return false
+		return 0, false
 	}
 	c := st.sites[s.partner-1]
 	m, cm := s.acc.Mem, c.acc.Mem
 	if c.rel != nil || c.link != nil || m.Index != 0 || cm.Index != 0 || !sameBase(m, cm) {
-		return false
+		return 0, false
 	}
-	d := (m.Disp + s.lo) - (cm.Disp + c.lo)
-	return d >= 0 && d+(s.hi-s.lo)-1 < 4096
+	first, last := m.Disp+s.lo, m.Disp+s.hi-1 // s's bytes
+	pfirst, plast := cm.Disp+c.lo, cm.Disp+c.hi-1
+	switch {
+	case first >= pfirst && last-pfirst < 4096:
+		return s.hi - 1, true
+	case last <= plast && plast-first < 4096:
+		return s.lo, true
+	}
+	return 0, false
 }
 
 // addrRegs is how many registers s's code takes for its page: the page,

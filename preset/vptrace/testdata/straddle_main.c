@@ -16,12 +16,13 @@ long gather(const char *base, const unsigned *off, long n);
 void walk8(const char *p, long n);
 long wrap2(const char *p, unsigned i, unsigned n, long steps);
 long field(const char *base, const unsigned *off, long n, long key);
+long field2(const char *base, const unsigned *off, long n);
 
 static long sunk;
 
 void sink(long v) { sunk += v; }
 
-#define PAGES 82
+#define PAGES 96
 static unsigned char kinds[PAGES];
 
 static void touch(char *buf, char *p, int n, unsigned char k)
@@ -94,6 +95,28 @@ int main(void)
 		touch(buf, buf + foff[k], 8, 1);
 		if (k != 6 && k != 7)
 			touch(buf, buf + foff[k] + 8, 8, 1);
+	}
+	/* pages 82-95: values, then keys below them where the values are
+	 * not zero: keys on the values' page, across into it, or all on
+	 * the page before; values that cross; zero values whose key (on a
+	 * page nothing else touches) is not read. Each twice. */
+	static const unsigned at2[][2] = {
+		{82, 4000}, {82, 4080}, {83, 4084}, {85, 4088}, {87, 4092}, {89, 4095},
+		{91, 4088}, /* zero: 91 untouched */
+		{93, 4000}, /* zero, on the page */
+		{94, 4084}, /* the value crosses into 95 */
+	};
+	unsigned goff[2 * 9];
+	for (int k = 0; k < 9; k++) {
+		goff[k] = goff[k + 9] = at2[k][0] * 4096 + at2[k][1];
+		long v = (k == 6 || k == 7) ? 0 : k + 1;
+		__builtin_memcpy(buf + goff[k] + 8, &v, 8);
+	}
+	s += field2((char *)buf, goff, 18);
+	for (int k = 0; k < 9; k++) {
+		touch(buf, buf + goff[k] + 8, 8, 1);
+		if (k != 6 && k != 7)
+			touch(buf, buf + goff[k], 8, 1);
 	}
 	printf("sum %ld\nspan 0x%lx %d\n", s, (unsigned long)(uintptr_t)buf, PAGES);
 	for (int p = 0; p < PAGES; p++)
