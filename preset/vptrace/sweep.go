@@ -237,8 +237,9 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 // not written between) and loop li keeps rsp and writes no memory but
 // other stack slots (it makes no calls: li.ok), where r's value is: the
 // same slot's at every access, at the loop's entries and at its exits.
-// Nothing else may write the slot: the stack below the frame belongs to
-// the function, and only its own stores (none in the loop) change it.
+// Only a store of the loop could change the slot while it runs: a store
+// through a pointer too (the slot may be a local whose address was
+// taken: that is why the compiler reloads it), so the loop has none.
 func (sel *selector) stackReload(st *site, r effect.Reg, li *loopInfo) *stackReload {
 	if li.defs[effect.RSP] != 0 {
 		return nil
