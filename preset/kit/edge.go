@@ -17,6 +17,8 @@ type Edge struct {
 	Inst  int
 	After bool
 	Taken bool
+	// To is, on a taken path, the instruction the jump goes to.
+	To int
 }
 
 // EdgeTo returns where code for the edge from block p to block t of g
@@ -48,10 +50,8 @@ func EdgeTo(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 // EdgeToOrTaken is EdgeTo, and also finds a place for code on the taken
 // path of a conditional jump from p to t (jcc, not jrcxz or loop): the
 // code goes out of line, after the function, where the jump now branches,
-// and jumps on to t (Edge.Taken, ibr.Section.InsertTaken). Live says the
-// flags the jump tests are live in the code (more than t may need: the
-// code keeps them). Codes put on the same path run in the order they
-// were put there.
+// and jumps on to t (Edge.Taken, ibr.Section.InsertTaken). Codes put on
+// the same path run in the order they were put there.
 func EdgeToOrTaken(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 	if e, ok := EdgeTo(g, p, t); ok {
 		return e, true
@@ -68,7 +68,7 @@ func EdgeToOrTaken(g *cfg.Graph, p *cfg.Block, t int) (Edge, bool) {
 	if p.End == g.Blocks[t].Start {
 		return Edge{}, false // (taken and fall-through both reach t)
 	}
-	return Edge{Inst: last, Taken: true}, true
+	return Edge{Inst: last, Taken: true, To: in.Link.Target}, true
 }
 
 // jccCond returns the condition code of a jcc (its opcode's low nibble,
@@ -85,10 +85,20 @@ func jccCond(op x86asm.Op) (snippet.Cond, bool) {
 
 // Live returns what is live where code for the edge runs (lv is the
 // function's liveness): after the instruction, everything live on any of
-// its paths; before a jump (taken or not), what the jump needs too.
+// its paths; before an unconditional jump, what the jump needs too; on a
+// taken path, the registers live before the jump (on either of its
+// paths) and the flags live where it goes (the jump, re-targeted to the
+// code, has tested its own). Registers live on the other path too, not
+// just at the target: code put on the same edge later may read them (a
+// loop's sweeps each read their address registers at its exits, and the
+// first must not take the second's as scratch where the target no longer
+// needs them).
 func (e Edge) Live(lv *cfg.Liveness) cfg.Live {
-	if e.After {
+	switch {
+	case e.After:
 		return lv.After(e.Inst)
+	case e.Taken:
+		return cfg.Live{Regs: lv.Before(e.Inst).Regs, Flags: lv.Before(e.To).Flags}
 	}
 	return lv.Before(e.Inst)
 }

@@ -103,16 +103,25 @@ func TestEdgeToOrTaken(t *testing.T) {
 		want     kit.Edge
 		wantOK   bool
 	}{
-		{0, 4, 9, kit.Edge{Inst: 4, Taken: true}, true}, // je out of the loop
-		{0, 7, 2, kit.Edge{Inst: 7, Taken: true}, true}, // jne back
-		{0, 7, 8, kit.Edge{Inst: 7, After: true}, true}, // jne falls through: EdgeTo's
-		{0, 4, 5, kit.Edge{Inst: 4, After: true}, true}, // je falls through
-		{1, 11, 12, kit.Edge{}, false},                  // je to where it falls through
+		{0, 4, 9, kit.Edge{Inst: 4, Taken: true, To: 9}, true}, // je out of the loop
+		{0, 7, 2, kit.Edge{Inst: 7, Taken: true, To: 2}, true}, // jne back
+		{0, 7, 8, kit.Edge{Inst: 7, After: true}, true},        // jne falls through: EdgeTo's
+		{0, 4, 5, kit.Edge{Inst: 4, After: true}, true},        // je falls through
+		{1, 11, 12, kit.Edge{}, false},                         // je to where it falls through
 	} {
-		g, _ := a.Func(o.Funcs[tc.fn])
+		g, lv := a.Func(o.Funcs[tc.fn])
 		got, ok := kit.EdgeToOrTaken(g, g.BlockOf(tc.from), g.BlockOf(tc.to).Index)
 		if ok != tc.wantOK || (ok && got != tc.want) {
 			t.Errorf("%s: EdgeToOrTaken(%d -> %d) = %+v, %v; want %+v, %v", g.Func.Name, tc.from, tc.to, got, ok, tc.want, tc.wantOK)
+		}
+		// On a taken path the jump has tested the flags: the flags live
+		// there are its target's (ret: none; the loop: its cmp sets
+		// them before any read); the registers those before the jump
+		// (code put on the same path later may read them).
+		if ok && got.Taken {
+			if live := got.Live(lv); live.Flags&effect.Status != 0 || live.Regs != lv.Before(tc.from).Regs || live.Flags != lv.Before(tc.to).Flags {
+				t.Errorf("%s: %d -> %d: live %+v, want the registers before the jump (%+v), the flags of the target (%+v)", g.Func.Name, tc.from, tc.to, live, lv.Before(tc.from), lv.Before(tc.to))
+			}
 		}
 	}
 }

@@ -207,6 +207,12 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 			if !loops.Dominates(li.idom, siteNode, li.index[x]) {
 				return nil
 			}
+			// (Not a taken path: a loop that leaves through a
+			// conditional jump is mostly a search, which a sweep's
+			// entry and exit code cost more than its checks where it
+			// stops after an access or two: sqlite's varint loops ran
+			// 2.7% more instructions in a sqlite program that way, a
+			// B-tree's node search 19% fewer.)
 			pt, ok := kit.EdgeTo(g, xb, s.Index)
 			if !ok {
 				return nil

@@ -70,6 +70,33 @@ long spilled(const int *const *p, long n) {
 	return s;
 }
 
+/* mismatch: sqlite3StrICmp, case-blind compare through a table (in
+ * .data: the test takes pages of .rodata for the compiler's constants):
+ * two accesses stepped together in a loop that exits through a taken
+ * branch into code where neither pointer is live. Were they sweeps, the
+ * exit code of the first must leave the second's registers alone
+ * (kit.Edge.Live: the registers live before the jump). */
+unsigned char sweeps_lower[256] = {['A'] = 'a', ['B'] = 'b', ['x'] = 'x', ['y'] = 'y', ['X'] = 'x'};
+int mismatch(const char *l, const char *r) {
+	const unsigned char *a = (const unsigned char *)l, *b = (const unsigned char *)r;
+	int c, x;
+	for (;;) {
+		c = *a;
+		x = *b;
+		if (c == x) {
+			if (c == 0)
+				break;
+		} else {
+			c = (int)sweeps_lower[c] - (int)sweeps_lower[x];
+			if (c)
+				break;
+		}
+		a++;
+		b++;
+	}
+	return c;
+}
+
 /* gtu: bzip2's mainGtU, an unrolled compare of two suffixes of a block;
  * at -O2 each step computes its indices afresh from the arguments
  * (`lea 2(%rdi),%edx; movzbl (%rax,%rdx),%edx`), so every i1 access

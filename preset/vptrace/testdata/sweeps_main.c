@@ -13,6 +13,8 @@ long early_exit(const long *a, long n, long key);
 void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsigned long *hist, unsigned long *seed);
 int gtu(unsigned i1, unsigned i2, const unsigned char *block);
 long spilled(const int *const *p, long n);
+int mismatch(const char *l, const char *r);
+extern unsigned char sweeps_lower[256];
 
 static void pages(const void *lo, size_t len) {
 	uintptr_t a = (uintptr_t)lo >> 12, b = ((uintptr_t)lo + len - 1) >> 12;
@@ -83,6 +85,25 @@ int main(void) {
 	pages(arr, sizeof arr);
 	for (int k = 0; k < 12; k++)
 		pages(arr[k], 3001 * sizeof *arr[k]);
+
+	/* mismatch: 3 pages alike from 100 bytes into the first (an X and
+	 * an x among them), then a difference; then equal strings of 5000
+	 * bytes */
+	char *ma = aligned_alloc(4096, 8 * 4096), *mb = aligned_alloc(4096, 8 * 4096);
+	memset(ma, 'x', 8 * 4096);
+	memset(mb, 'x', 8 * 4096);
+	ma[2000] = 'X';
+	mb[100 + 3 * 4096] = 'y';
+	printf("mismatch %d\n", mismatch(ma + 100, mb + 100));
+	pages(&sweeps_lower['X'], 1);
+	pages(&sweeps_lower['x'], 1);
+	pages(&sweeps_lower['y'], 1);
+	pages(ma + 100, 3 * 4096 + 1);
+	pages(mb + 100, 3 * 4096 + 1);
+	ma[4 * 4096 + 5000] = mb[4 * 4096 + 5000] = 0;
+	printf("mismatch %d\n", mismatch(ma + 4 * 4096, mb + 4 * 4096));
+	pages(ma + 4 * 4096, 5001);
+	pages(mb + 4 * 4096, 5001);
 
 	/* gtu: equal suffixes (all 8 steps) whose first one crosses from the
 	 * first page to the second after 3 bytes; then suffixes that differ
