@@ -57,7 +57,10 @@ func (s *Section) InsertTaken(i int, sn *Snippet) error {
 		}
 		s.taken[i] = p
 	} else {
-		k := slices.Index(in.inserted, p.merged)
+		k := slices.Index(in.Before(), p.merged)
+		if k < 0 {
+			return fmt.Errorf("%s: code on a taken path: the path's code is gone from before the jump", s.Where(uint64(in.Off)))
+		}
 		in.inserted[k] = merged
 	}
 	p.parts, p.merged = parts, merged
