@@ -50,7 +50,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	// slot would be mispredicted about every other access.
 	inLoop := st.analysis.Info(g.BlockOf(s.inst)).LoopDepth > 0
 	small := inLoop && st.smallTable(s, g)
-	table := inLoop && !exact && (small || st.symbolIndexed(s, g))
+	table := !exact && (small || st.dataTable(s, g))
 	second := !exact && !s.rep && kindBits(s.kind) != 0 && (!inLoop || small || table && s.partner == 0)
 	k := st.addSite(s, second)
 	s.scattered = !second && st.scattered(s, g)
