@@ -111,12 +111,10 @@ func transfer(e *effect.Effect, after Live, local bool, calls Live) Live {
 		after.Flags &^= effect.Status
 		after = after.Union(calls)
 	}
-	before := Live{after.Regs &^ e.Def, after.Flags &^ e.FlagsDef}
-	before.Regs |= e.Use | e.Partial
-	// (a flag a shift by CL may leave as it was passes through: live
-	// before it only where live after it, which the line above keeps)
-	before.Flags |= (e.FlagsUse|e.FlagsMay)&^e.FlagsPass | effect.DF
-	return before
+	// (the effect's own rules: a partial write reads the register, and a
+	// flag a shift by CL may leave as it was passes through, live before
+	// it only where live after it)
+	return Live{e.LiveIn(after.Regs), e.FlagsLiveIn(after.Flags) | effect.DF}
 }
 
 // exitLive is what is live after the last instruction of b because of how

@@ -380,11 +380,13 @@ type Effect struct {
 }
 
 // LiveIn returns the registers live before the instruction when out are
-// live after it: Use ∪ (out − Def). Calls and returns get no ABI here.
+// live after it: Use ∪ (out − Def) (Use holds Partial). Calls and returns
+// get no ABI here.
 func (e *Effect) LiveIn(out RegSet) RegSet { return e.Use | out&^e.Def }
 
 // FlagsLiveIn returns the flags live before the instruction when out are
-// live after it: (FlagsUse − FlagsPass) ∪ (out − FlagsDef).
+// live after it: (FlagsUse − FlagsPass) ∪ (out − FlagsDef) (FlagsUse holds
+// FlagsMay).
 func (e *Effect) FlagsLiveIn(out Flags) Flags { return e.FlagsUse&^e.FlagsPass | out&^e.FlagsDef }
 
 // Accesses returns the memory accesses, e.Mem[:e.NMem].
