@@ -184,8 +184,12 @@ func TestSweepsExact(t *testing.T) {
 			}
 			sweeps, dyn := 0, 0
 			spilled, spilledSweeps := 0, 0
+			byFunc := map[string]int{} // sweep sites
 			for _, o := range tr.Objects {
 				for _, r := range o.Sites {
+					if r.Kind&trace.KindRange != 0 {
+						byFunc[o.Str(r.Func)]++
+					}
 					if o.Str(r.Func) == "spilled" && r.Size == 4 {
 						spilled++
 						if r.Kind&trace.KindRange != 0 {
@@ -201,8 +205,7 @@ func TestSweepsExact(t *testing.T) {
 				}
 			}
 			// fill and backwards are sweeps once the compiler keeps
-			// the index in a register (early_exit's loop exits through a
-			// taken branch, which needs per-access checks).
+			// the index in a register.
 			if opt != "-O0" && sweeps < 2 {
 				t.Errorf("%d sweep sites, want at least 2", sweeps)
 			}
@@ -215,7 +218,13 @@ func TestSweepsExact(t *testing.T) {
 			if (opt == "-O1" || opt == "-O2") && (spilled < 12 || spilledSweeps != spilled) {
 				t.Errorf("spilled: %d sweep sites of %d int accesses, want all of at least 12", spilledSweeps, spilled)
 			}
-			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step", len(want), sweeps, dyn)
+			// loops that leave through taken branches, over words: their
+			// exit code goes on those paths (takenExitSize); over bytes
+			// (mismatch) they keep their checks
+			if opt != "-O0" && (byFunc["wmismatch"] != 2 || byFunc["search"] < 1 || byFunc["early_exit"] != 1 || byFunc["mismatch"] != 0) {
+				t.Errorf("sweep sites by function %v: want wmismatch 2, search 1 or more, early_exit 1, mismatch 0", byFunc)
+			}
+			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step; by function %v", len(want), sweeps, dyn, byFunc)
 		})
 	}
 }

@@ -97,6 +97,49 @@ int mismatch(const char *l, const char *r) {
 	return c;
 }
 
+/* wmismatch: mismatch over 32-bit words (the table indexed by their low
+ * byte): its loop leaves through taken branches, and as the accesses are
+ * words (takenExitSize) both are sweeps whose exit code goes on those
+ * paths, the first's leaving the second's registers alone. */
+int wmismatch(const int *a, const int *b) {
+	int c, x;
+	for (;;) {
+		c = *a;
+		x = *b;
+		if (c == x) {
+			if (c == 0)
+				break;
+		} else {
+			c = (int)sweeps_lower[c & 255] - (int)sweeps_lower[x & 255];
+			if (c)
+				break;
+		}
+		a++;
+		b++;
+	}
+	return c;
+}
+
+/* search: the btree workload's node search (keys up to the first one
+ * above k, at most n), run over consecutive nodes of keys of one array,
+ * the count read from each node: the inner loop leaves through a taken
+ * branch at either test. */
+struct snode {
+	long n;
+	long keys[15];
+};
+long search(const struct snode *nodes, long count, long k) {
+	long s = 0;
+	for (long i = 0; i < count; i++) {
+		const struct snode *x = &nodes[i];
+		long j = 0;
+		while (j < x->n && k >= x->keys[j])
+			j++;
+		s += j;
+	}
+	return s;
+}
+
 /* gtu: bzip2's mainGtU, an unrolled compare of two suffixes of a block;
  * at -O2 each step computes its indices afresh from the arguments
  * (`lea 2(%rdi),%edx; movzbl (%rax,%rdx),%edx`), so every i1 access

@@ -14,6 +14,12 @@ void scatter(const unsigned *in, long lo, long hi, unsigned *priv, long np, unsi
 int gtu(unsigned i1, unsigned i2, const unsigned char *block);
 long spilled(const int *const *p, long n);
 int mismatch(const char *l, const char *r);
+int wmismatch(const int *a, const int *b);
+struct snode {
+	long n;
+	long keys[15];
+};
+long search(const struct snode *nodes, long count, long k);
 extern unsigned char sweeps_lower[256];
 
 static void pages(const void *lo, size_t len) {
@@ -104,6 +110,61 @@ int main(void) {
 	printf("mismatch %d\n", mismatch(ma + 4 * 4096, mb + 4 * 4096));
 	pages(ma + 4 * 4096, 5001);
 	pages(mb + 4 * 4096, 5001);
+
+	/* wmismatch: 3 pages alike from 100 words into the first (one word
+	 * differing in its high bytes only), then a difference; then equal
+	 * arrays of 5000 words */
+	int *wa = aligned_alloc(4096, 16 * 4096), *wb = aligned_alloc(4096, 16 * 4096);
+	for (int i = 0; i < 4 * 4096; i++)
+		wa[i] = wb[i] = 'x';
+	wa[2000] = 'X';
+	wb[2000] = 'x' | 0x100;
+	wb[100 + 3 * 1024] = 'y';
+	printf("wmismatch %d\n", wmismatch(wa + 100, wb + 100));
+	pages(&sweeps_lower['X'], 1);
+	pages(&sweeps_lower['x'], 1);
+	pages(&sweeps_lower['y'], 1);
+	pages(wa + 100, 3 * 4096 + 4);
+	pages(wb + 100, 3 * 4096 + 4);
+	wa[8 * 1024 + 5000] = wb[8 * 1024 + 5000] = 0;
+	printf("wmismatch %d\n", wmismatch(wa + 8 * 1024, wb + 8 * 1024));
+	pages(wa + 8 * 1024, 5001 * sizeof *wa);
+	pages(wb + 8 * 1024, 5001 * sizeof *wb);
+
+	/* wmismatch again: a run within page 15 of the arrays (its exit finds
+	 * the page inline), then one from page 14 that ends on page 15, which
+	 * the cache has: page 14 must be recorded all the same */
+	wb[15 * 1024 + 200] = 'z';
+	printf("wmismatch %d\n", wmismatch(wa + 15 * 1024 + 100, wb + 15 * 1024 + 100));
+	pages(&sweeps_lower['z'], 1);
+	pages(wa + 15 * 1024 + 100, 101 * sizeof *wa);
+	pages(wb + 15 * 1024 + 100, 101 * sizeof *wb);
+	wb[15 * 1024 + 50] = 'z';
+	printf("wmismatch %d\n", wmismatch(wa + 14 * 1024 + 100, wb + 14 * 1024 + 100));
+	pages(wa + 14 * 1024 + 100, (1024 - 100 + 51) * sizeof *wa);
+	pages(wb + 14 * 1024 + 100, (1024 - 100 + 51) * sizeof *wb);
+
+	/* search: 2000 nodes (128 bytes each, 32 a page, 63 pages), whose
+	 * key counts and keys vary; the key k = 50 stops each search at the
+	 * first key above it or at its count */
+	long nn = 2000;
+	struct snode *sn = aligned_alloc(4096, nn * sizeof *sn);
+	for (long i = 0; i < nn; i++) {
+		sn[i].n = i % 16;
+		for (long j = 0; j < 15; j++)
+			sn[i].keys[j] = (i % 7) * 10 + j * (1 + i % 5);
+	}
+	printf("search %ld\n", search(sn, nn, 50));
+	for (long i = 0; i < nn; i++) {
+		pages(&sn[i].n, sizeof sn[i].n);
+		long j = 0;
+		while (j < sn[i].n && 50 >= sn[i].keys[j])
+			j++;
+		if (j > 0)
+			pages(&sn[i].keys[0], j * sizeof(long));
+		if (j < sn[i].n)
+			pages(&sn[i].keys[j], sizeof(long));
+	}
 
 	/* gtu: equal suffixes (all 8 steps) whose first one crosses from the
 	 * first page to the second after 3 bytes; then suffixes that differ
