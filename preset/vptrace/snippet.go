@@ -274,16 +274,87 @@ func (st *objState) steady(s *site, g *cfg.Graph) bool {
 // block is judged by the block's own definition of it, where there is one
 // (regularAt): compiled code reuses a register for a loaded byte and, a
 // few instructions on, for an index's wrapped value.
+//
+// A register the loop writes in one block only, one that not every
+// iteration runs (conditionalOnce: a best match so far, a position
+// found), keeps its page across the iterations that leave it alone: it
+// stays regular (zstd's match loop reads ip[ml-3] with the best length
+// ml, which a longer match changes: 4 instructions a candidate, not 7).
 func (st *objState) irregularRegs(g *cfg.Graph, l *loops.Loop) effect.RegSet {
+	rare := st.conditionalOnce(g, l)
 	return st.spread(g, l, func(i int, e *effect.Effect, def, bad effect.RegSet) bool {
 		if !e.Known {
 			return true
+		}
+		if def&^rare[i] == 0 {
+			return false
 		}
 		b := g.BlockOf(i)
 		return !stepDef(g.Sec.Asm(i), def, func(r effect.Reg) bool {
 			return st.regularAt(g, b, i, r, bad, regularDepth)
 		})
 	})
+}
+
+// conditionalOnce returns, by instruction, the registers it writes that
+// no other block of loop l writes, where its block lies in l itself (not
+// in a loop nested in it) and does not dominate every latch of l (an
+// edge back to its header): writes on a conditional path of the body.
+// None for an irreducible loop.
+func (st *objState) conditionalOnce(g *cfg.Graph, l *loops.Loop) map[int]effect.RegSet {
+	if l.Irreducible() {
+		return nil
+	}
+	index, idom, latches := acyclicBody(g, l)
+	// the blocks that write each register (-1: none; -2: more than one)
+	var writer [16]int
+	for r := range writer {
+		writer[r] = -1
+	}
+	for _, x := range l.Nodes {
+		b := g.Blocks[x]
+		for i := b.Start; i < b.End; i++ {
+			e := st.live[g].Effect(i)
+			for r := effect.Reg(0); r < 16; r++ {
+				if !(e.Def | e.Partial).Has(r) {
+					continue
+				}
+				switch writer[r] {
+				case -1:
+					writer[r] = x
+				case x:
+				default:
+					writer[r] = -2
+				}
+			}
+		}
+	}
+	var rare map[int]effect.RegSet
+	for r := effect.Reg(0); r < 16; r++ {
+		if writer[r] < 0 {
+			continue
+		}
+		b := g.Blocks[writer[r]]
+		if st.analysis.Info(b).Loop != l {
+			continue // (in a nested loop: many times an iteration)
+		}
+		every := true
+		for _, latch := range latches {
+			every = every && loops.Dominates(idom, index[b.Index], latch)
+		}
+		if every {
+			continue
+		}
+		if rare == nil {
+			rare = map[int]effect.RegSet{}
+		}
+		for i := b.Start; i < b.End; i++ {
+			if e := st.live[g].Effect(i); (e.Def | e.Partial).Has(r) {
+				rare[i] |= 1 << r
+			}
+		}
+	}
+	return rare
 }
 
 // regularDepth bounds how many definitions back regularAt follows a

@@ -3,6 +3,7 @@ package vptrace
 import (
 	"golang.org/x/arch/x86/x86asm"
 
+	"hijack/cfg"
 	"hijack/cfg/effect"
 	"hijack/ibr"
 	"hijack/loops"
@@ -309,7 +310,7 @@ func (sel *selector) depthIn(l *loops.Loop, bi int) bool {
 // loopInfo gathers the facts about loop l that sweeps need.
 func (sel *selector) loopInfo(l *loops.Loop) *loopInfo {
 	g := sel.g
-	li := &loopInfo{l: l, header: l.Headers[0], member: make(map[int]bool), index: make(map[int]int), ok: true}
+	li := &loopInfo{l: l, header: l.Headers[0], member: make(map[int]bool), ok: true}
 	for _, x := range l.Nodes {
 		li.member[x] = true
 	}
@@ -334,26 +335,40 @@ func (sel *selector) loopInfo(l *loops.Loop) *loopInfo {
 			}
 		}
 	}
-	// The acyclic body: the loop's blocks without the edges back to the
-	// header, rooted at the header.
-	li.index[li.header] = 0
-	order := []int{li.header}
+	li.index, li.idom, _ = acyclicBody(g, l)
+	return li
+}
+
+// acyclicBody numbers the blocks of loop l (reducible) as the nodes of its
+// acyclic body, the loop without the edges back to its header, rooted at
+// the header (node 0); it returns each block's node, the body's immediate
+// dominators (loops.Dominators) and the latches, the nodes with an edge
+// back to the header.
+func acyclicBody(g *cfg.Graph, l *loops.Loop) (index map[int]int, idom []int, latches []int) {
+	header := l.Headers[0]
+	index = make(map[int]int, len(l.Nodes))
+	index[header] = 0
+	order := []int{header}
 	for _, x := range l.Nodes {
-		if x != li.header {
-			li.index[x] = len(order)
+		if x != header {
+			index[x] = len(order)
 			order = append(order, x)
 		}
 	}
 	succs := make([][]int, len(order))
 	for k, x := range order {
 		for _, s := range g.Blocks[x].Succs {
-			if li.member[s.Index] && s.Index != li.header {
-				succs[k] = append(succs[k], li.index[s.Index])
+			j, in := index[s.Index]
+			switch {
+			case !in:
+			case s.Index == header:
+				latches = append(latches, k)
+			default:
+				succs[k] = append(succs[k], j)
 			}
 		}
 	}
-	li.idom = loops.Dominators(succs)
-	return li
+	return index, loops.Dominators(succs), latches
 }
 
 // ivRegStep recognises a definition of r that adds a register times a

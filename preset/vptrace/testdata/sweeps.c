@@ -2,6 +2,7 @@
  * (sweeps) and loops it must check per access, with the exact pages each
  * touches printed by the uninstrumented driver for comparison. */
 #include <stddef.h>
+#include <string.h>
 
 long fill(long *a, long n) {          /* sweep: a[i], step 8 */
 	for (long i = 0; i < n; i++)
@@ -157,4 +158,47 @@ int gtu(unsigned i1, unsigned i2, const unsigned char *block) {
 	STEP STEP STEP STEP STEP STEP STEP STEP
 #undef STEP
 	return 0;
+}
+
+static unsigned load32(const unsigned char *p) {
+	unsigned v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* best: a match finder's candidate loop (zstd's): the best length ml
+ * changes only where a candidate beats it, in a block that not every
+ * iteration runs, so the 4-byte read at ip + ml - 3 keeps its page over
+ * the iterations in between: checked by address (steady), its slot
+ * written anew when ml moves it to the next page. */
+long best(const unsigned char *ip, const unsigned char *base, const unsigned *cand, long n, long *bestpos) {
+	long ml = 3, pos = -1;
+	for (long i = 0; i < n; i++) {
+		const unsigned char *m = base + cand[i];
+		if (load32(m + ml - 3) != load32(ip + ml - 3))
+			continue;
+		long l = 0;
+		while (l < 60 && m[l] == ip[l])
+			l++;
+		if (l > ml) {
+			ml = l;
+			pos = cand[i];
+		}
+	}
+	*bestpos = pos;
+	return ml;
+}
+
+/* alternate: the same read through a length that every iteration sets,
+ * from data: its page number is compared, not its address. */
+long alternate(const unsigned char *p, const unsigned *len, long n) {
+	long s = 0, l;
+	for (long i = 0; i < n; i++) {
+		if (len[i] & 1)
+			l = len[i] >> 1;
+		else
+			l = len[i] >> 3;
+		s += load32(p + l);
+	}
+	return s;
 }

@@ -20,6 +20,8 @@ struct snode {
 	long keys[15];
 };
 long search(const struct snode *nodes, long count, long k);
+long best(const unsigned char *ip, const unsigned char *base, const unsigned *cand, long n, long *bestpos);
+long alternate(const unsigned char *p, const unsigned *len, long n);
 extern unsigned char sweeps_lower[256];
 
 static void pages(const void *lo, size_t len) {
@@ -184,5 +186,63 @@ int main(void) {
 	printf("gtu %d\n", gtu(3 * 4096 - 1, 4096 + 10, blk));
 	pages(blk + 3 * 4096 - 1, 2);
 	pages(blk + 4096 + 10, 2);
+
+	/* best: 16 pages of bytes that repeat with a drift, 3000 candidates
+	 * in them, ip 10 bytes before the end of a page, a copy of 30 bytes of
+	 * them (then 10 of elsewhere, then 30 more): most candidates match a
+	 * few bytes, some up to 30, and the best length grows past 10, which
+	 * moves ip + ml - 3 to the next page. The driver walks the loop as
+	 * the kernel does and prints the pages it reads. */
+	unsigned char *mb2 = aligned_alloc(4096, 16 * 4096), *ib = aligned_alloc(4096, 2 * 4096);
+	for (long k = 0; k < 16 * 4096; k++)
+		mb2[k] = (unsigned char)((k * 7 + k / 251) % 251);
+	unsigned char *ip = ib + 4096 - 10;
+	memcpy(ib, mb2, 4096 - 10);
+	memcpy(ip, mb2 + 30000, 30);
+	memcpy(ip + 30, mb2 + 5030, 10);
+	memcpy(ip + 40, mb2 + 30040, 30);
+	long nc = 3000;
+	unsigned *cand = malloc(nc * sizeof *cand);
+	unsigned long cs = 77;
+	for (long k = 0; k < nc; k++) {
+		cs = cs * 6364136223846793005UL + 1442695040888963407UL;
+		cand[k] = (unsigned)((cs >> 33) % (16 * 4096 - 64));
+	}
+	cand[100] = 5000;
+	cand[2000] = 30000;
+	long bp;
+	printf("best %ld", best(ip, mb2, cand, nc, &bp));
+	printf(" at %ld\n", bp);
+	pages(cand, nc * sizeof *cand);
+	pages(&bp, sizeof bp);
+	{
+		long ml = 3;
+		for (long i = 0; i < nc; i++) {
+			const unsigned char *m = mb2 + cand[i];
+			pages(m + ml - 3, 4);
+			pages(ip + ml - 3, 4);
+			if (memcmp(m + ml - 3, ip + ml - 3, 4) != 0)
+				continue;
+			long l = 0;
+			while (l < 60) {
+				pages(m + l, 1);
+				pages(ip + l, 1);
+				if (m[l] != ip[l])
+					break;
+				l++;
+			}
+			if (l > ml)
+				ml = l;
+		}
+	}
+
+	/* alternate: lengths odd and even, the reads across 3 pages */
+	unsigned *lens = malloc(1000 * sizeof *lens);
+	for (long k = 0; k < 1000; k++)
+		lens[k] = (unsigned)((k * 37) % 8000);
+	printf("alternate %ld\n", alternate(mb2, lens, 1000));
+	pages(lens, 1000 * sizeof *lens);
+	for (long k = 0; k < 1000; k++)
+		pages(mb2 + (lens[k] & 1 ? lens[k] >> 1 : lens[k] >> 3), 4);
 	return 0;
 }
