@@ -969,6 +969,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		if s.second >= 0 {
 			second = slot.Add(int64(8 * (s.second - s.slot)))
 		}
+		// run: a pair of its own slot and its second, by address (a
+		// look-up in a table of a few pages whose entries may cross a
+		// page boundary), keeps a run of pages it recorded: every page
+		// of [slot, slot + second + n) is, the slot a page base and the
+		// second a multiple of 4096 less n. Its bytes lie in the run
+		// exactly when EA - slot <= second, unsigned: one compare, where
+		// a pair of single pages took two and a cmov (ABI.md "Runs of
+		// pages"). The slot then holds the run's first page, not the
+		// page of the last access: no reload from it (probeS).
+		run := s.pair && s.partner == 0 && byAddr
+		if run {
+			probeS = nil
+		}
 		// toPage turns the address in rs into what the slots hold: for
 		// a site that may cross a page boundary, after the crossing
 		// test (straddleCheck, which jumps to cross); for a span over a
@@ -1003,9 +1016,61 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// where toSecond is given) and leaves the page number in rs.
 		put := func() {
 			b.MovQ(rs, slot)
+			if run {
+				b.MovQ(snippet.Imm(4096-n), second) // (a run of that page)
+			}
 			if byAddr {
 				b.ShrQ(snippet.Imm(12), rs)
 			}
+		}
+		// putRun, for a run, where rs holds the base of the page the
+		// code records next: the run grows by the page where the page
+		// adjoins it, else becomes that page alone; the page number is
+		// left in rs. Through a register of regs that is neither rs
+		// nor the slots' base, else one pushed around it.
+		putRun := func(regs []snippet.Reg) {
+			t, pushed := snippet.NoReg, false
+			for _, r := range regs {
+				if r != rs && !slot.Reads(r) {
+					t = r
+					break
+				}
+			}
+			if t == snippet.NoReg {
+				for r := effect.Reg(0); r < 16 && t == snippet.NoReg; r++ {
+					if x := kit.Reg(r); r != effect.RSP && x != rs && !slot.Reads(x) {
+						t = x
+					}
+				}
+				if shift == 0 {
+					b.Save() // (over the red zone, as call does)
+				}
+				b.PushQ(t)
+				pushed = true
+			}
+			b.MovQ(second, t)
+			b.AddQ(slot, t)
+			b.AddQ(snippet.Imm(n), t) // the run's end
+			b.CmpQ(t, rs)
+			b.Jcc(snippet.CondE, "run.up")
+			b.LeaQ(snippet.Mem(rs, 4096), t)
+			b.CmpQ(slot, t)
+			b.Jcc(snippet.CondE, "run.down")
+			b.MovQ(rs, slot)
+			b.MovQ(snippet.Imm(4096-n), second)
+			b.Jmp("run.set")
+			b.Label("run.down")
+			b.MovQ(rs, slot)
+			b.Label("run.up")
+			b.AddQ(snippet.Imm(4096), second)
+			b.Label("run.set")
+			if pushed {
+				b.PopQ(t)
+				if shift == 0 {
+					b.Restore()
+				}
+			}
+			b.ShrQ(snippet.Imm(12), rs)
 		}
 		// miss is what a site whose slots lack the page runs, with the
 		// slots' value in rs: the second slot (where the compare with
@@ -1058,9 +1123,13 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 						b.Restore()
 					}
 				}
-				if probeRegs == nil {
+				switch {
+				case run && probeRegs == nil:
+				case run:
+					first = putRun
+				case probeRegs == nil:
 					toSecond(nil)
-				} else {
+				default:
 					first = func(regs []snippet.Reg) {
 						toSecond(regs)
 						put()
@@ -1068,7 +1137,11 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				}
 			}
 			if probeRegs == nil {
-				put()
+				if run {
+					putRun(nil)
+				} else {
+					put()
+				}
 				call(stub)
 				back()
 				return
@@ -1112,7 +1185,11 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.AddQ(op, rs)
 			}
 			o := slot
-			if s.pair {
+			switch {
+			case run:
+				b.SubQ(slot, rs)
+				b.CmpQ(second, rs)
+			case s.pair:
 				// t = EA - a, rs = EA - o, t = rs where t is past the
 				// limit: within it when a slot holds the page.
 				var a snippet.Operand
@@ -1124,7 +1201,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.CmpQ(lim, t)
 				b.CmovQ(snippet.CondA, rs, t)
 				b.CmpQ(lim, t)
-			} else {
+			default:
 				if s.partner != 0 {
 					within(partner)
 				}

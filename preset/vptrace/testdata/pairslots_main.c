@@ -12,6 +12,7 @@
 void hist_bytes(const uint8_t *in, long n, uint64_t *hist);
 uint64_t sum_low(const uint32_t *in, long n, const uint64_t *table);
 uint64_t sum_bytes(const uint8_t *in, long n, const uint8_t *table);
+void hist_spread(const uint8_t *in, long n, uint64_t *hist);
 
 static void pages(const void *p, long from, long to, const char *kinds)
 {
@@ -55,5 +56,29 @@ int main(void)
 	pages(odd, 0, 2048, "RW");
 	pages(small, 0, 256, "R");
 	printf("span 0x%lx 12\n", (unsigned long)(uintptr_t)m);
+
+	/* hist_spread over a table 4 bytes before a page boundary of a new
+	 * mapping (entries 0, 32, 64, ... cross a boundary): the bytes first
+	 * touch its pages 0 and 1 (entry 0, across), 4, 2, 3, 6, 8, 7, then
+	 * others of them over and over, never 3 or 7 again, nor 9. A run
+	 * that took page 2 for a neighbour of page 4 would claim page 3
+	 * before the code records it, one that took page 8 for the page
+	 * after 6 would claim 7: they would be missing. */
+	char *m2 = mmap(0, 10 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m2 == MAP_FAILED)
+		return 1;
+	uint64_t *spread = (uint64_t *)(m2 + 4096 - 4);
+	static const uint8_t first[] = {0, 100, 40, 70, 170, 250, 200};
+	static const uint8_t then[] = {140, 5, 45, 105, 145, 175, 255};
+	static uint8_t in2[1200];
+	for (int i = 0; i < 1200; i++)
+		in2[i] = i < 7 ? first[i] : then[i % 7];
+	hist_spread(in2, 1200, spread);
+	printf("spread %llu\n", (unsigned long long)spread[140 * 16]);
+	for (int k = 0; k < 7; k++) {
+		pages(spread, first[k] * 128, first[k] * 128 + 8, "RW");
+		pages(spread, then[k] * 128, then[k] * 128 + 8, "RW");
+	}
+	printf("span 0x%lx 10\n", (unsigned long)(uintptr_t)m2);
 	return 0;
 }
