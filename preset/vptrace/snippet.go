@@ -969,16 +969,24 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		if s.second >= 0 {
 			second = slot.Add(int64(8 * (s.second - s.slot)))
 		}
-		// run: a pair of its own slot and its second, by address (a
-		// look-up in a table of a few pages whose entries may cross a
-		// page boundary), keeps a run of pages it recorded: every page
-		// of [slot, slot + second + n) is, the slot a page base and the
-		// second a multiple of 4096 less n. Its bytes lie in the run
-		// exactly when EA - slot <= second, unsigned: one compare, where
-		// a pair of single pages took two and a cmov (ABI.md "Runs of
-		// pages"). The slot then holds the run's first page, not the
-		// page of the last access: no reload from it (probeS).
-		run := s.pair && s.partner == 0 && byAddr
+		// run: a pair of its own slot and its second (a look-up in a
+		// table of a few pages the data indexes) keeps a run of pages
+		// it recorded. By address (entries that may cross a page
+		// boundary): every page of [slot, slot + second + n) is, the
+		// slot a page base and the second a multiple of 4096 less n,
+		// and the bytes lie in the run exactly when EA - slot <=
+		// second, unsigned. By page number: pages slot to slot +
+		// second are, and the page is in the run exactly when page -
+		// slot <= second. One compare, where a pair of single pages
+		// took two and a cmov (ABI.md "Runs of pages"). The slot holds
+		// the run's first page, not the page of the last access: no
+		// reload from it (probeS). unit is a page in the slots' terms,
+		// alone the second of a run of one page.
+		run := s.pair && s.partner == 0 && !s.scattered
+		unit, alone := int64(1), int64(0)
+		if byAddr {
+			unit, alone = 4096, 4096-n
+		}
 		if run {
 			probeS = nil
 		}
@@ -1017,17 +1025,17 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		put := func() {
 			b.MovQ(rs, slot)
 			if run {
-				b.MovQ(snippet.Imm(4096-n), second) // (a run of that page)
+				b.MovQ(snippet.Imm(alone), second) // (a run of that page)
 			}
 			if byAddr {
 				b.ShrQ(snippet.Imm(12), rs)
 			}
 		}
-		// putRun, for a run, where rs holds the base of the page the
-		// code records next: the run grows by the page where the page
-		// adjoins it, else becomes that page alone; the page number is
-		// left in rs. Through a register of regs that is neither rs
-		// nor the slots' base, else one pushed around it.
+		// putRun, for a run, where rs holds the page the code records
+		// next (its base, by address): the run grows by the page where
+		// the page adjoins it, else becomes that page alone; the page
+		// number is left in rs. Through a register of regs that is
+		// neither rs nor the slots' base, else one pushed around it.
 		putRun := func(regs []snippet.Reg) {
 			t, pushed := snippet.NoReg, false
 			for _, r := range regs {
@@ -1050,19 +1058,19 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			b.MovQ(second, t)
 			b.AddQ(slot, t)
-			b.AddQ(snippet.Imm(n), t) // the run's end
+			b.AddQ(snippet.Imm(unit-alone), t) // the run's end
 			b.CmpQ(t, rs)
 			b.Jcc(snippet.CondE, "run.up")
-			b.LeaQ(snippet.Mem(rs, 4096), t)
+			b.LeaQ(snippet.Mem(rs, int32(unit)), t)
 			b.CmpQ(slot, t)
 			b.Jcc(snippet.CondE, "run.down")
 			b.MovQ(rs, slot)
-			b.MovQ(snippet.Imm(4096-n), second)
+			b.MovQ(snippet.Imm(alone), second)
 			b.Jmp("run.set")
 			b.Label("run.down")
 			b.MovQ(rs, slot)
 			b.Label("run.up")
-			b.AddQ(snippet.Imm(4096), second)
+			b.AddQ(snippet.Imm(unit), second)
 			b.Label("run.set")
 			if pushed {
 				b.PopQ(t)
@@ -1070,7 +1078,9 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 					b.Restore()
 				}
 			}
-			b.ShrQ(snippet.Imm(12), rs)
+			if byAddr {
+				b.ShrQ(snippet.Imm(12), rs)
+			}
 		}
 		// miss is what a site whose slots lack the page runs, with the
 		// slots' value in rs: the second slot (where the compare with
@@ -1246,6 +1256,14 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				}
 			}
 			switch {
+			case run:
+				b.SubQ(slot, rs)
+				b.CmpQ(second, rs)
+				b.Jcc(snippet.CondA, "miss")
+				b.Label("done")
+				b.Cold()
+				b.Label("miss")
+				b.AddQ(slot, rs)
 			case s.pair:
 				// t = page - a, rs = page - o, t = 0 where rs is:
 				// zero when a slot holds the page. The miss path gets

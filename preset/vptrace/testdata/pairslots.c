@@ -43,3 +43,13 @@ void hist_spread(const uint8_t *in, long n, uint64_t *hist)
 	for (long i = 0; i < n; i++)
 		hist[(long)in[i] * 16]++;
 }
+
+/* The same spread over a table of bytes (by page number: no entry
+ * crosses a page boundary). */
+uint64_t sum_spread(const uint8_t *in, long n, const uint8_t *table)
+{
+	uint64_t s = 0;
+	for (long i = 0; i < n; i++)
+		s += table[(long)in[i] * 128];
+	return s;
+}

@@ -13,6 +13,7 @@ void hist_bytes(const uint8_t *in, long n, uint64_t *hist);
 uint64_t sum_low(const uint32_t *in, long n, const uint64_t *table);
 uint64_t sum_bytes(const uint8_t *in, long n, const uint8_t *table);
 void hist_spread(const uint8_t *in, long n, uint64_t *hist);
+uint64_t sum_spread(const uint8_t *in, long n, const uint8_t *table);
 
 static void pages(const void *p, long from, long to, const char *kinds)
 {
@@ -80,5 +81,21 @@ int main(void)
 		pages(spread, then[k] * 128, then[k] * 128 + 8, "RW");
 	}
 	printf("span 0x%lx 10\n", (unsigned long)(uintptr_t)m2);
+	/* sum_spread: the same order over a table of bytes, 128 apart, from
+	 * 100 bytes into a third mapping: pages 0, 3, 1, 2, 5, 7, 6, then
+	 * others, never 2 or 6 again, nor 8 or 9 */
+	char *m3 = mmap(0, 10 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m3 == MAP_FAILED)
+		return 1;
+	static const uint8_t bfirst[] = {0, 100, 40, 70, 170, 250, 200};
+	static const uint8_t bthen[] = {140, 5, 35, 105, 145, 175, 255};
+	for (int i = 0; i < 1200; i++)
+		in2[i] = i < 7 ? bfirst[i] : bthen[i % 7];
+	printf("sum_spread %llu\n", (unsigned long long)sum_spread(in2, 1200, (const uint8_t *)m3 + 100));
+	for (int k = 0; k < 7; k++) {
+		pages(m3 + 100, bfirst[k] * 128, bfirst[k] * 128 + 1, "R");
+		pages(m3 + 100, bthen[k] * 128, bthen[k] * 128 + 1, "R");
+	}
+	printf("span 0x%lx 10\n", (unsigned long)(uintptr_t)m3);
 	return 0;
 }
