@@ -798,7 +798,10 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 	if st.tls != kit.LocalExec && !exact && !hoisted {
 		need++
 	}
-	if s.pair {
+	// run: a pair of the site's own slot and its second keeps a run of
+	// pages in them (below), with no register for a difference.
+	run := s.pair && s.partner == 0 && !s.scattered
+	if s.pair && !run {
 		need++ // (the last: the pair's difference)
 	}
 	if s.rep {
@@ -969,9 +972,9 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		if s.second >= 0 {
 			second = slot.Add(int64(8 * (s.second - s.slot)))
 		}
-		// run: a pair of its own slot and its second (a look-up in a
-		// table of a few pages the data indexes) keeps a run of pages
-		// it recorded. By address (entries that may cross a page
+		// A run (a pair of the site's own slot and its second: a
+		// look-up in a table of a few pages the data indexes) keeps
+		// pages it recorded. By address (entries that may cross a page
 		// boundary): every page of [slot, slot + second + n) is, the
 		// slot a page base and the second a multiple of 4096 less n,
 		// and the bytes lie in the run exactly when EA - slot <=
@@ -982,7 +985,6 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// the run's first page, not the page of the last access: no
 		// reload from it (probeS). unit is a page in the slots' terms,
 		// alone the second of a run of one page.
-		run := s.pair && s.partner == 0 && !s.scattered
 		unit, alone := int64(1), int64(0)
 		if byAddr {
 			unit, alone = 4096, 4096-n
