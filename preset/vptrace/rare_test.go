@@ -37,25 +37,32 @@ func byAddressSites(lines []string) []string {
 // p + l, where l is set in every iteration, is not. (TestSweepsExact runs
 // both against the pages their driver computes, at every -O.)
 func TestConditionalOnce(t *testing.T) {
+	eachCompiler(t, "testdata/sweeps.c", func(t *testing.T, inst string) {
+		ip := false
+		for _, ea := range byAddressSites(disasm(t, inst, "best")) {
+			ip = ip || strings.HasPrefix(ea, "-0x3(%rdi,") // (ip: the first argument)
+		}
+		if !ip {
+			t.Errorf("best: by-address sites %v, want one at -0x3(%%rdi,...) (ip + ml - 3)", byAddressSites(disasm(t, inst, "best")))
+		}
+		for _, ea := range byAddressSites(disasm(t, inst, "alternate")) {
+			if strings.Contains(ea, "(%rdi,") {
+				t.Errorf("alternate: p + l checked by address (%s), though l changes in every iteration", ea)
+			}
+		}
+	})
+}
+
+// eachCompiler compiles src with gcc and clang (-O2, one access a
+// look-up: clang unrolls the loops otherwise), instruments it with tls
+// local-exec and runs check on the object, a subtest each.
+func eachCompiler(t *testing.T, src string, check func(t *testing.T, inst string)) {
 	testutil.Need(t, "gcc", "objdump")
 	for _, cc := range []string{"gcc", "clang"} {
 		t.Run(cc, func(t *testing.T) {
 			testutil.Need(t, cc)
 			dir := t.TempDir()
-			// (one read a function: clang unrolls the loops otherwise)
-			inst := instrument(t, testutil.Compile(t, dir, cc, "testdata/sweeps.c", "-O2", "-fno-unroll-loops"), "tls=local-exec")
-			ip := false
-			for _, ea := range byAddressSites(disasm(t, inst, "best")) {
-				ip = ip || strings.HasPrefix(ea, "-0x3(%rdi,") // (ip: the first argument)
-			}
-			if !ip {
-				t.Errorf("best: by-address sites %v, want one at -0x3(%%rdi,...) (ip + ml - 3)", byAddressSites(disasm(t, inst, "best")))
-			}
-			for _, ea := range byAddressSites(disasm(t, inst, "alternate")) {
-				if strings.Contains(ea, "(%rdi,") {
-					t.Errorf("alternate: p + l checked by address (%s), though l changes in every iteration", ea)
-				}
-			}
+			check(t, instrument(t, testutil.Compile(t, dir, cc, src, "-O2", "-fno-unroll-loops"), "tls=local-exec"))
 		})
 	}
 }

@@ -101,31 +101,24 @@ func TestSecondSlots(t *testing.T) {
 // loop whose index its definition bounds to a table of up to two pages;
 // not a look-up by an unbounded index.
 func TestSecondSlotRule(t *testing.T) {
-	testutil.Need(t, "gcc", "objdump")
-	for _, cc := range []string{"gcc", "clang"} {
-		t.Run(cc, func(t *testing.T) {
-			testutil.Need(t, cc)
-			dir := t.TempDir()
-			// (one site per look-up: clang unrolls the loops otherwise)
-			inst := instrument(t, testutil.Compile(t, dir, cc, "testdata/tables.c", "-O2", "-fno-unroll-loops"), "tls=local-exec")
-			for _, c := range []struct {
-				fn    string
-				slots int
-			}{
-				{"accessor", 2}, // no loop
-				{"bytes", 2},    // tab[x[i]], x bytes: 256 entries of 8 bytes
-				{"shifted", 2},  // tab[x[i] >> 53]: 2048 ints
-				{"masked", 2},   // tab[x[i] & 1023]: 1024 longs
-				{"words", 1},    // tab[x[i]], x 32-bit
-				{"wide", 1},     // tab[x[i] >> 40]: 2^24 ints
-				{"halved", 1},   // tab[x[i] >> 1]: 2^63 longs (the byte count overflows)
-			} {
-				if got := comparedSlots(t, disasm(t, inst, c.fn)); len(got) != c.slots {
-					t.Errorf("%s: compares with slots %#x, want %d slots", c.fn, got, c.slots)
-				}
+	eachCompiler(t, "testdata/tables.c", func(t *testing.T, inst string) {
+		for _, c := range []struct {
+			fn    string
+			slots int
+		}{
+			{"accessor", 2}, // no loop
+			{"bytes", 2},    // tab[x[i]], x bytes: 256 entries of 8 bytes
+			{"shifted", 2},  // tab[x[i] >> 53]: 2048 ints
+			{"masked", 2},   // tab[x[i] & 1023]: 1024 longs
+			{"words", 1},    // tab[x[i]], x 32-bit
+			{"wide", 1},     // tab[x[i] >> 40]: 2^24 ints
+			{"halved", 1},   // tab[x[i] >> 1]: 2^63 longs (the byte count overflows)
+		} {
+			if got := comparedSlots(t, disasm(t, inst, c.fn)); len(got) != c.slots {
+				t.Errorf("%s: compares with slots %#x, want %d slots", c.fn, got, c.slots)
 			}
-		})
-	}
+		}
+	})
 }
 
 // foldedMoves counts the second-slot moves made through a register the

@@ -1243,28 +1243,28 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 				b.LeaQ(ea, rs) // (the address registers hold the program's values still)
 			}
 			toPage()
+			// outOfLine jumps on cond to the miss path, which goes
+			// into the cold part.
+			outOfLine := func(cond snippet.Cond) {
+				b.Jcc(cond, "miss")
+				b.Label("done")
+				b.Cold()
+				b.Label("miss")
+			}
 			branch := func() { b.Jcc(snippet.CondE, "done") }
 			back := func() {}
 			if !s.scattered {
-				branch = func() {
-					b.Jcc(snippet.CondNE, "miss")
-					b.Label("done")
-					b.Cold()
-					b.Label("miss")
-				}
+				branch = func() { outOfLine(snippet.CondNE) }
 				back = func() {
 					b.Jmp("done")
 					b.Hot()
 				}
 			}
 			switch {
-			case run:
+			case run: // (never scattered: a pair)
 				b.SubQ(slot, rs)
 				b.CmpQ(second, rs)
-				b.Jcc(snippet.CondA, "miss")
-				b.Label("done")
-				b.Cold()
-				b.Label("miss")
+				outOfLine(snippet.CondA)
 				b.AddQ(slot, rs)
 			case s.pair:
 				// t = page - a, rs = page - o, t = 0 where rs is:
