@@ -105,6 +105,9 @@ type objState struct {
 	// the slot base for the next (basechain.go).
 	chain map[*site]baseLink
 	bases map[*site]effect.Reg
+	// arrays tracks, with tls indirect, the code of the function being
+	// instrumented that tests the thread's slot array (mapped.go).
+	arrays *arrayTests
 	// loaded holds, per loop of the function being instrumented, the
 	// registers whose values come from what the loop loads (scattered).
 	loaded map[*loops.Loop]effect.RegSet
@@ -172,6 +175,10 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		st.loopRegs = free
 		st.chain = st.baseChains(g, sel.sites, ordinary)
 		st.bases = make(map[*site]effect.Reg)
+		st.arrays = nil
+		if st.tls == kit.Indirect {
+			st.arrays = newArrayTests(g)
+		}
 		st.loaded = make(map[*loops.Loop]effect.RegSet)
 		st.irregular = make(map[*loops.Loop]effect.RegSet)
 		for k, s := range sel.sites {

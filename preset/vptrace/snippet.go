@@ -55,14 +55,23 @@ func (st *objState) instrument(s *site, exact bool) error {
 	k := st.addSite(s, second)
 	s.scattered = !second && st.scattered(s, g)
 	s.pair = table && s.pairable()
-	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep)
+	// (tls indirect: the thread's slot array tested by code that ran
+	// before in the same call, arrayTests)
+	mapped := st.arrays != nil && st.arrays.mapped(g, at)
+	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep, mapped)
 	if err != nil {
 		return err
 	}
 	if base >= 0 {
 		st.bases[s] = effect.Reg(base)
 	}
-	return sec.InsertBefore(at, sn)
+	if err := sec.InsertBefore(at, sn); err != nil {
+		return err
+	}
+	if st.arrays != nil && !mapped && !exact && !s.rep && !lr.hasBase {
+		st.arrays.tested = append(st.arrays.tested, at) // (code's slots.At with write)
+	}
+	return nil
 }
 
 // dataTable reports whether s is a look-up in a table whose entries the data
@@ -786,8 +795,10 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 // the loop's base register (spill.go), and so they are through a base an
 // earlier site of the block left (basechain.go). keep asks for the slot
 // base to stay in its register for a later site (the cache probe takes
-// others); base returns that register, or -1 when there is none.
-func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs, keep bool) (sn *ibr.Snippet, base int, err error) {
+// others); base returns that register, or -1 when there is none. mapped
+// says that, with tls indirect, the thread's slot array was tested by code
+// that ran before in the same call (arrayTests): it is loaded untested.
+func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool, uses effect.RegSet, exact bool, lr loopRegs, keep, mapped bool) (sn *ibr.Snippet, base int, err error) {
 	b := st.b
 	carry := s.carry()
 	// Registers: S holds the page, T the last byte's page (wide sites)
@@ -900,7 +911,8 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		}
 		saveFlags()
 		if st.tls == kit.Indirect && !exact && !hoisted {
-			slot = slots.At(b, s.slot, kit.Reg(free[next]), true, shift != 0)
+			// (mapped: no test, the array is there: arrayTests)
+			slot = slots.At(b, s.slot, kit.Reg(free[next]), !mapped, shift != 0)
 		}
 		// avail: the registers of the snippet the cache probe may
 		// take over once the slot is written; not a slot base kept for

@@ -1,0 +1,40 @@
+/* Driver for mapped.c: a new thread's first instrumented call is
+ * cond(a, 0), whose conditional site does not run (the site after it
+ * must map the thread's slot array); then diamond both ways. Prints the
+ * pages the calls read ("page 0x..."). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+long diamond(const long *a, const long *b, int c);
+long cond(const long *a, int c);
+
+static long *a, *b;
+
+static void page(const void *p) { printf("page 0x%lx\n", (unsigned long)((uintptr_t)p >> 12 << 12)); }
+
+static void *run(void *arg) {
+	(void)arg;
+	long s = cond(a, 0);
+	s += diamond(a, b, 1) + diamond(a, b, 0) + cond(a, 1);
+	return (void *)s;
+}
+
+int main(void) {
+	a = aligned_alloc(4096, 4 * 4096);
+	b = aligned_alloc(4096, 4 * 4096);
+	for (int i = 0; i < 2048; i++)
+		a[i] = b[i] = i;
+	pthread_t t;
+	void *r;
+	if (pthread_create(&t, NULL, run, NULL) != 0 || pthread_join(t, &r) != 0)
+		return 1;
+	printf("sum %ld\n", (long)r);
+	page(&a[0]);
+	page(&a[600]);
+	page(&a[900]);
+	page(&b[1]);
+	page(&b[2]);
+	return 0;
+}
