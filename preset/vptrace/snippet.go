@@ -519,12 +519,17 @@ func (st *objState) placement(s *site, g *cfg.Graph) (int, bool) {
 func (st *objState) instrumentSweep(sw *sweep) error {
 	s := sw.site
 	sec := s.fn.Section
-	lv := st.live[st.prog.ByFunc[s.fn]]
+	g := st.prog.ByFunc[s.fn]
+	lv := st.live[g]
 	k := st.addSite(s, false)
 	s.kind |= abi.KindRange
 	put := func(e kit.Edge, delta int64, exit bool, adj int64) error {
 		live := e.Live(lv)
-		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj, sw.step)
+		// (an entry whose code runs after code of the same call that
+		// tested the thread's slot array, tls indirect: arrayTests; the
+		// edge's code runs after its instruction's predecessors)
+		mapped := !exit && st.arrays != nil && st.arrays.mapped(g, e.Inst)
+		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj, sw.step, mapped)
 		if err != nil {
 			return err
 		}
@@ -541,6 +546,12 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		if err := put(e, sw.first, false, 0); err != nil {
 			return err
 		}
+	}
+	if st.arrays != nil && sw.header != 0 {
+		// Every run of the loop starts on an entry, whose code tested
+		// the array or found it tested: so does the header's code
+		// (not the function's entry block, which calls enter too).
+		st.arrays.tested = append(st.arrays.tested, g.Blocks[sw.header].Start)
 	}
 	for _, e := range sw.exits {
 		adj := firstAdj
@@ -667,8 +678,9 @@ func (st *objState) argCall(s *site, k int, liveRegs effect.RegSet, stub string,
 // sweepCode builds the entry (exit false) or exit code of sweep site k.
 // It changes no flags (flagsLive: whether they are live there). adj is
 // what the exit of a sweep with a register step pushes for vpt_range_dyn
-// (ABI.md).
-func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive bool, delta int64, exit bool, adj, step int64) (*ibr.Snippet, error) {
+// (ABI.md). mapped: an entry's slot array (tls indirect) was tested by
+// code that ran before in the same call (arrayTests): no test.
+func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive bool, delta int64, exit bool, adj, step int64, mapped bool) (*ibr.Snippet, error) {
 	b := st.b
 	need := 1
 	if exit {
@@ -679,7 +691,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 	}
 	// The entry of an indirect object tests the slot array's address
 	// (kit.Slots.At): live flags are saved around it.
-	saveFlags := st.tls == kit.Indirect && !exit && flagsLive
+	saveFlags := st.tls == kit.Indirect && !exit && !mapped && flagsLive
 	reserved := effect.RegSet(1 << effect.RSP)
 	if s.dynStep != nil {
 		// the runtime reads the step register at the call: not a scratch
@@ -727,7 +739,7 @@ func (st *objState) sweepCode(s *site, k int, liveRegs effect.RegSet, flagsLive 
 	if saveFlags {
 		b.Pushfq()
 	}
-	slot := st.slots().At(b, s.slot, kit.Reg(free[need-1]), !exit, shift > 0)
+	slot := st.slots().At(b, s.slot, kit.Reg(free[need-1]), !exit && !mapped, shift > 0)
 	if !exit {
 		b.MovQ(S, slot)
 		if saveFlags {

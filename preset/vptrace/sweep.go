@@ -39,9 +39,11 @@ type sweep struct {
 	// firstStep: with a register step, the first access is one step after
 	// the address computed at entry.
 	firstStep bool
-	// entries and exits are the edges where code goes.
+	// entries and exits are the edges where code goes; header is the
+	// loop's header block, which every run enters through an entry.
 	entries []kit.Edge
 	exits   []exitPoint
+	header  int
 }
 
 type exitPoint struct {
@@ -133,7 +135,7 @@ func (sel *selector) findSweep(st *site, infos map[*loops.Loop]*loopInfo) *sweep
 	if reload != nil && reload.reg == iv {
 		return nil // (base and index the same register)
 	}
-	sw := &sweep{site: st}
+	sw := &sweep{site: st, header: li.header}
 	siteNode := li.index[b.Index]
 	// Every iteration runs the site exactly once, and every exit follows
 	// it in its iteration.

@@ -20,3 +20,25 @@ long cond(const long *a, int c) {
 		s = a[0] * 7;
 	return s + a[900];
 }
+
+/* after: a loop over b (a sweep, whose entry code tests the array), then
+ * a read after it, which every run of the loop's header precedes: one
+ * test. */
+long after(const long *b, long n) {
+	if (!b)
+		return 0;
+	long s = 0, i = 0;
+	do
+		s += b[i++];
+	while (i < n);
+	return s + b[n + 600];
+}
+
+/* before: a read, then a loop over b (a sweep) whose entry code runs
+ * after the read's: one test, the read's. */
+long before(const long *a, const long *b, long n) {
+	long s = a[1];
+	for (long i = 0; i < n; i++)
+		s += b[i];
+	return s + a[700];
+}

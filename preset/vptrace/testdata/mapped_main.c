@@ -1,7 +1,7 @@
 /* Driver for mapped.c: a new thread's first instrumented call is
  * cond(a, 0), whose conditional site does not run (the site after it
- * must map the thread's slot array); then diamond both ways. Prints the
- * pages the calls read ("page 0x..."). */
+ * must map the thread's slot array); then diamond both ways, and after.
+ * Prints the pages the calls read ("page 0x..."). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +9,8 @@
 
 long diamond(const long *a, const long *b, int c);
 long cond(const long *a, int c);
+long after(const long *b, long n);
+long before(const long *a, const long *b, long n);
 
 static long *a, *b;
 
@@ -18,6 +20,8 @@ static void *run(void *arg) {
 	(void)arg;
 	long s = cond(a, 0);
 	s += diamond(a, b, 1) + diamond(a, b, 0) + cond(a, 1);
+	s += after(b + 1024, 300); /* b[1024..1323], b[1924]: pages 2 and 3 */
+	s += before(a, b + 1024, 300); /* a[1], a[700]; b as after's */
 	return (void *)s;
 }
 
@@ -36,5 +40,8 @@ int main(void) {
 	page(&a[900]);
 	page(&b[1]);
 	page(&b[2]);
+	page(&b[1024]);
+	page(&b[1323]);
+	page(&b[1924]);
 	return 0;
 }
