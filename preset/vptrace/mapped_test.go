@@ -15,7 +15,9 @@ import (
 // of the same call ran before tests the thread's slot array (arrayTests):
 // diamond's first site, whose block dominates the others, both of cond's,
 // whose first runs on one path only, after's loop entry (a sweep's), not
-// the read after the loop, and before's read, not the loop entry after it. A new thread whose first call takes cond's
+// the read after the loop, before's read, not the loop entry after it,
+// and spun's loop entry (registers saved once a run with the slot base),
+// not the read after the loop. A new thread whose first call takes cond's
 // other path still records every page it reads, once.
 func TestArrayTests(t *testing.T) {
 	testutil.Need(t, "gcc", "objdump")
@@ -24,7 +26,7 @@ func TestArrayTests(t *testing.T) {
 		t.Run(opt, func(t *testing.T) {
 			dir := t.TempDir()
 			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/mapped.c", opt, "-fPIC"), "tls=indirect")
-			for fn, want := range map[string]int{"diamond": 1, "cond": 2, "after": 1, "before": 1} {
+			for fn, want := range map[string]int{"diamond": 1, "cond": 2, "after": 1, "before": 1, "spun": 1} {
 				n := 0
 				for _, line := range disasm(t, inst, fn) {
 					if strings.Contains(line, "__vpt_slotsetup") {
@@ -51,7 +53,7 @@ func TestArrayTests(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			same := len(want) == 5
+			same := len(want) == 6
 			for _, th := range tr.Threads {
 				for p := range th.Pages {
 					got = append(got, hex(p))
@@ -60,7 +62,7 @@ func TestArrayTests(t *testing.T) {
 			}
 			sort.Strings(got)
 			if !same || len(got) != len(want) {
-				t.Errorf("traced pages %v, want the 5 the driver printed:\n%s", got, out)
+				t.Errorf("traced pages %v, want the 6 the driver printed:\n%s", got, out)
 			}
 		})
 	}

@@ -168,6 +168,10 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 				cands = append(cands, s)
 			}
 		}
+		st.arrays = nil
+		if st.tls == kit.Indirect {
+			st.arrays = newArrayTests(g)
+		}
 		free, err := st.spillLoops(g, cands, stackSweepEdges(sweeps))
 		if err != nil {
 			return fmt.Errorf("%s: %w", fn.Name, err)
@@ -175,10 +179,6 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		st.loopRegs = free
 		st.chain = st.baseChains(g, sel.sites, ordinary)
 		st.bases = make(map[*site]effect.Reg)
-		st.arrays = nil
-		if st.tls == kit.Indirect {
-			st.arrays = newArrayTests(g)
-		}
 		st.loaded = make(map[*loops.Loop]effect.RegSet)
 		st.irregular = make(map[*loops.Loop]effect.RegSet)
 		for k, s := range sel.sites {

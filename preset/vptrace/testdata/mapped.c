@@ -42,3 +42,16 @@ long before(const long *a, const long *b, long n) {
 		s += b[i];
 	return s + a[700];
 }
+
+/* spun: a loop of look-ups by a hash of the counter (no sweep), whose
+ * registers are saved once a run with the slot base (spill.go: its
+ * entry tests the array), then a read after it: one test. */
+long spun(const long *t, long n, const long *a) {
+	if (!t)
+		return 0;
+	long s = 0, i = 0;
+	do
+		s += t[(i * 2654435761u) >> 22 & 1023];
+	while (++i < n);
+	return s + a[800];
+}

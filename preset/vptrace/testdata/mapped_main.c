@@ -11,6 +11,7 @@ long diamond(const long *a, const long *b, int c);
 long cond(const long *a, int c);
 long after(const long *b, long n);
 long before(const long *a, const long *b, long n);
+long spun(const long *t, long n, const long *a);
 
 static long *a, *b;
 
@@ -22,6 +23,7 @@ static void *run(void *arg) {
 	s += diamond(a, b, 1) + diamond(a, b, 0) + cond(a, 1);
 	s += after(b + 1024, 300); /* b[1024..1323], b[1924]: pages 2 and 3 */
 	s += before(a, b + 1024, 300); /* a[1], a[700]; b as after's */
+	s += spun(b, 500, a); /* b[0..1023] by a hash of i, a[800] */
 	return (void *)s;
 }
 
@@ -43,5 +45,8 @@ int main(void) {
 	page(&b[1024]);
 	page(&b[1323]);
 	page(&b[1924]);
+	for (long i = 0; i < 500; i++)
+		page(&b[(i * 2654435761u) >> 22 & 1023]);
+	page(&a[800]);
 	return 0;
 }
