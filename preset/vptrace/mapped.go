@@ -15,7 +15,8 @@ import (
 // path (ABI.md "Per-thread last-page slots").
 
 // arrayTests tracks, for the function being instrumented, the inserted
-// code that tests the slot array (code before instruction tested[k]).
+// code that tests the slot array (code before instruction tested[k]). A
+// nil *arrayTests (other TLS models) knows of none and records none.
 type arrayTests struct {
 	idom   []int // the function's block dominators, nil where unknown
 	tested []int
@@ -37,7 +38,7 @@ func newArrayTests(g *cfg.Graph) *arrayTests {
 // after code inserted before a tested instruction of the same call: one
 // earlier in its block, or in a block that dominates its block.
 func (a *arrayTests) mapped(g *cfg.Graph, at int) bool {
-	if a.idom == nil {
+	if a == nil || a.idom == nil {
 		return false
 	}
 	b := g.BlockOf(at).Index
@@ -48,4 +49,22 @@ func (a *arrayTests) mapped(g *cfg.Graph, at int) bool {
 		}
 	}
 	return false
+}
+
+// tests records that the code inserted before instruction at tests the
+// array.
+func (a *arrayTests) tests(at int) {
+	if a != nil {
+		a.tested = append(a.tested, at)
+	}
+}
+
+// loopEntered records that code on every entry edge of a loop with header
+// block h tested the array or found it tested: every run of the loop
+// starts on one, so the code at h and after it finds it there. Not where
+// h is the function's entry block, which calls enter too.
+func (a *arrayTests) loopEntered(g *cfg.Graph, h int) {
+	if h != 0 {
+		a.tests(g.Blocks[h].Start)
+	}
 }

@@ -38,12 +38,12 @@ func byAddressSites(lines []string) []string {
 // both against the pages their driver computes, at every -O.)
 func TestConditionalOnce(t *testing.T) {
 	eachCompiler(t, "testdata/sweeps.c", func(t *testing.T, inst string) {
-		ip := false
-		for _, ea := range byAddressSites(disasm(t, inst, "best")) {
+		ip, sites := false, byAddressSites(disasm(t, inst, "best"))
+		for _, ea := range sites {
 			ip = ip || strings.HasPrefix(ea, "-0x3(%rdi,") // (ip: the first argument)
 		}
 		if !ip {
-			t.Errorf("best: by-address sites %v, want one at -0x3(%%rdi,...) (ip + ml - 3)", byAddressSites(disasm(t, inst, "best")))
+			t.Errorf("best: by-address sites %v, want one at -0x3(%%rdi,...) (ip + ml - 3)", sites)
 		}
 		for _, ea := range byAddressSites(disasm(t, inst, "alternate")) {
 			if strings.Contains(ea, "(%rdi,") {

@@ -57,7 +57,7 @@ func (st *objState) instrument(s *site, exact bool) error {
 	s.pair = table && s.pairable()
 	// (tls indirect: the thread's slot array tested by code that ran
 	// before in the same call, arrayTests)
-	mapped := st.arrays != nil && st.arrays.mapped(g, at)
+	mapped := st.arrays.mapped(g, at)
 	sn, base, err := st.code(s, k, live.Regs, live.Flags&effect.Status != 0, e.Use, exact, lr, keep, mapped)
 	if err != nil {
 		return err
@@ -68,8 +68,8 @@ func (st *objState) instrument(s *site, exact bool) error {
 	if err := sec.InsertBefore(at, sn); err != nil {
 		return err
 	}
-	if st.arrays != nil && !mapped && !exact && !s.rep && !lr.hasBase {
-		st.arrays.tested = append(st.arrays.tested, at) // (code's slots.At with write)
+	if !mapped && !exact && !s.rep && !lr.hasBase {
+		st.arrays.tests(at) // (code's slots.At with write)
 	}
 	return nil
 }
@@ -528,7 +528,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 		// (an entry whose code runs after code of the same call that
 		// tested the thread's slot array, tls indirect: arrayTests; the
 		// edge's code runs after its instruction's predecessors)
-		mapped := !exit && st.arrays != nil && st.arrays.mapped(g, e.Inst)
+		mapped := !exit && st.arrays.mapped(g, e.Inst)
 		sn, err := st.sweepCode(s, k, live.Regs, live.Flags&effect.Status != 0, delta, exit, adj, sw.step, mapped)
 		if err != nil {
 			return err
@@ -547,12 +547,7 @@ func (st *objState) instrumentSweep(sw *sweep) error {
 			return err
 		}
 	}
-	if st.arrays != nil && sw.header != 0 {
-		// Every run of the loop starts on an entry, whose code tested
-		// the array or found it tested: so does the header's code
-		// (not the function's entry block, which calls enter too).
-		st.arrays.tested = append(st.arrays.tested, g.Blocks[sw.header].Start)
-	}
+	st.arrays.loopEntered(g, sw.header)
 	for _, e := range sw.exits {
 		adj := firstAdj
 		if e.backStep {
@@ -1062,14 +1057,18 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// the page adjoins it, else becomes that page alone; the page
 		// number is left in rs. Through a register of regs that is
 		// neither rs nor the slots' base, else one pushed around it.
-		putRun := func(regs []snippet.Reg) {
-			t, pushed := snippet.NoReg, false
+		// spare returns a register of regs the slots' code may take:
+		// neither the page's nor the slots' base (NoReg: none).
+		spare := func(regs []snippet.Reg) snippet.Reg {
 			for _, r := range regs {
 				if r != rs && !slot.Reads(r) {
-					t = r
-					break
+					return r
 				}
 			}
+			return snippet.NoReg
+		}
+		putRun := func(regs []snippet.Reg) {
+			t, pushed := spare(regs), false
 			if t == snippet.NoReg {
 				for r := effect.Reg(0); r < 16 && t == snippet.NoReg; r++ {
 					if x := kit.Reg(r); r != effect.RSP && x != rs && !slot.Reads(x) {
@@ -1143,12 +1142,10 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 					b.Jcc(snippet.CondE, same)
 				}
 				toSecond := func(regs []snippet.Reg) {
-					for _, r := range regs {
-						if r != rs && !slot.Reads(r) {
-							b.MovQ(slot, r)
-							b.MovQ(r, second)
-							return
-						}
+					if r := spare(regs); r != snippet.NoReg {
+						b.MovQ(slot, r)
+						b.MovQ(r, second)
+						return
 					}
 					if shift == 0 {
 						b.Save() // (over the red zone, as call does)

@@ -196,10 +196,8 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		if err := st.spillAround(g, l.Nodes, regs, entries, exits, need, needC, hasBase, probes, used, free); err != nil {
 			return err
 		}
-		if hasBase && st.arrays != nil && l.Headers[0] != 0 {
-			// Every run of the loop starts on an entry, whose code
-			// tested the thread's slot array (arrayTests).
-			st.arrays.tested = append(st.arrays.tested, g.Blocks[l.Headers[0]].Start)
+		if hasBase {
+			st.arrays.loopEntered(g, l.Headers[0]) // (the entries tested the slot array)
 		}
 		return nil
 	}

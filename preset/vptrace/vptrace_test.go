@@ -143,45 +143,10 @@ func TestSweepsExact(t *testing.T) {
 				testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
 			}
 			out, vpt := runTraced(t, exe)
-			want := map[uint64]bool{}
-			for _, line := range strings.Split(string(out), "\n") {
-				var p uint64
-				if _, err := fmt.Sscanf(line, "page 0x%x", &p); err == nil {
-					want[p>>12] = true
-				}
-			}
-			tr, err := trace.Load(vpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[uint64]bool{}
-			for _, th := range tr.Threads {
-				for p, pg := range th.Pages {
-					// The kernels' own constants (vectorised code
-					// loads them from .rodata.cst*) are real
-					// accesses the driver does not know of.
-					if constantsOnly(tr, pg) {
-						continue
-					}
-					got[p] = true
-				}
-			}
-			var missing, extra []string
-			for p := range want {
-				if !got[p] {
-					missing = append(missing, hex(p))
-				}
-			}
-			for p := range got {
-				if !want[p] {
-					extra = append(extra, hex(p))
-				}
-			}
-			sort.Strings(missing)
-			sort.Strings(extra)
-			if len(missing) > 0 || len(extra) > 0 {
-				t.Fatalf("%d pages expected, %d traced: missing %v, extra %v", len(want), len(got), head(missing), head(extra))
-			}
+			// (the kernels' own constants, which vectorised code loads
+			// from .rodata.cst*, are real accesses the driver does not
+			// know of)
+			tr, want := exactPages(t, out, vpt, constantsOnly)
 			sweeps, dyn := 0, 0
 			spilled, spilledSweeps := 0, 0
 			byFunc := map[string]int{} // sweep sites
@@ -224,7 +189,7 @@ func TestSweepsExact(t *testing.T) {
 			if opt != "-O0" && (byFunc["wmismatch"] != 2 || byFunc["search"] < 1 || byFunc["early_exit"] != 1 || byFunc["mismatch"] != 0) {
 				t.Errorf("sweep sites by function %v: want wmismatch 2, search 1 or more, early_exit 1, mismatch 0", byFunc)
 			}
-			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step; by function %v", len(want), sweeps, dyn, byFunc)
+			t.Logf("%d pages, all traced, none extra; %d sweep sites, %d with a register step; by function %v", want, sweeps, dyn, byFunc)
 		})
 	}
 }
@@ -383,6 +348,50 @@ func constantsOnly(tr *trace.Trace, pg *trace.Page) bool {
 		}
 	}
 	return len(pg.Sites) > 0
+}
+
+// exactPages compares the pages a driver printed ("page 0x...", in out)
+// with those of the trace at vpt, but for pages skip says to leave out
+// (nil: none), and fails the test where one is missing or extra. It
+// returns the trace and how many pages the driver printed.
+func exactPages(t *testing.T, out []byte, vpt string, skip func(*trace.Trace, *trace.Page) bool) (*trace.Trace, int) {
+	t.Helper()
+	want := map[uint64]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		var p uint64
+		if _, err := fmt.Sscanf(line, "page 0x%x", &p); err == nil {
+			want[p>>12] = true
+		}
+	}
+	tr, err := trace.Load(vpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]bool{}
+	for _, th := range tr.Threads {
+		for p, pg := range th.Pages {
+			if skip == nil || !skip(tr, pg) {
+				got[p] = true
+			}
+		}
+	}
+	var missing, extra []string
+	for p := range want {
+		if !got[p] {
+			missing = append(missing, hex(p))
+		}
+	}
+	for p := range got {
+		if !want[p] {
+			extra = append(extra, hex(p))
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Fatalf("%d pages expected, %d traced: missing %v, extra %v", len(want), len(got), head(missing), head(extra))
+	}
+	return tr, len(want)
 }
 
 func hex(page uint64) string { return fmt.Sprintf("%#x", page<<12) }
