@@ -1,6 +1,14 @@
 /* Driver of the tune tests' workload (never instrumented): two threads,
  * each with its own arrays and records; prints a checksum.
- *   usage: tw [rounds] [threads] */
+ *   usage: tw [rounds] [threads]
+ *
+ * Every thread allocates before any frees (the barrier): the layout is
+ * then the same in every run but for the order of the threads' mappings,
+ * which tune lines up. Without it, a thread that frees its mmapped arrays
+ * early raises glibc's dynamic mmap threshold, and a thread allocating
+ * after that gets its arrays from its arena instead, at other addresses
+ * (or an exited thread's arena): one run in tens compared as not
+ * comparable. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +20,7 @@
 
 static long rounds = 6;
 static long table[NTAB];
+static pthread_barrier_t allocated;
 
 struct arg {
 	long id, sum;
@@ -25,6 +34,7 @@ static void *worker(void *p)
 	struct rec *recs = calloc(NREC, sizeof *recs);
 	if (!a || !idx || !recs)
 		abort();
+	pthread_barrier_wait(&allocated);
 	unsigned long x = 88172645463325252UL + (unsigned long)w->id;
 	for (long i = 0; i < N; i++) {
 		a[i] = i;
@@ -53,6 +63,7 @@ int main(int argc, char **argv)
 		return 2;
 	for (long i = 0; i < NTAB; i++)
 		table[i] = i;
+	pthread_barrier_init(&allocated, 0, (unsigned)nt);
 	pthread_t th[16];
 	struct arg args[16];
 	for (long k = 0; k < nt; k++) {
