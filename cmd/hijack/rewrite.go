@@ -189,6 +189,11 @@ func rewriteArchive(name string, ar *archive.File, spill *os.File, rf *rules.Fil
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(archiveGOGC))
 	}
+	var largest int64
+	for _, m := range ar.Members {
+		largest = max(largest, m.Size)
+	}
+	defer archiveMemoryLimit(largest)()
 	out := archive.NewSpill(spill, n)
 	errs := make([]error, n)
 	// firstFailed is the lowest member that failed so far (n: none).
