@@ -139,6 +139,34 @@ func foldedMoves(dis []byte) (folded, stacked int) {
 	return folded, stacked
 }
 
+// selfReloads counts, in a function's objdump -dr lines, the calls of a
+// stub vpt_slow_R just after R was loaded through itself from a slot: the
+// slots' offset from the GOT into R (initial-exec: mov %fs:OFF(R),R next;
+// indirect: mov %fs:(R),R, the array, then mov OFF(R),R), then at most a
+// shift and pops before the call.
+func selfReloads(lines []string) int {
+	n := 0
+	for i := range lines {
+		m := slowCall.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		r := m[1]
+		for j := i - 1; j >= max(0, i-6); j-- {
+			if strings.Contains(lines[j], "R_X86_64_GOTTPOFF\t__vpt_slots_") {
+				if j > 0 && strings.Contains(lines[j-1], "(%rip),%"+r+" ") && strings.Contains(lines[j+1], "(%"+r+"),%"+r) {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}
+
+// slowCall matches the relocation of a call of a stub vpt_slow_R.
+var slowCall = regexp.MustCompile(`R_X86_64_GOTPCRELX\tvpt_slow_(r\w+)-0x4`)
+
 // foldedMoves' patterns: a load of a memory word into a register, a store
 // of a register into a memory word, a pop into memory.
 var (
@@ -168,6 +196,12 @@ func TestSecondSlotFold(t *testing.T) {
 			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
 			if folded, stacked := foldedMoves(disassembly(t, inst)); folded < 3 || stacked > 0 {
 				t.Fatalf("%d second-slot moves through a pushed register (want 3 or more), %d through the stack (want none)", folded, stacked)
+			}
+			// The probes take the page's register as their third and
+			// reload the page from the slot on a miss: initial-exec and
+			// indirect through that register itself (snippet.go, probeS).
+			if n := selfReloads(disasm(t, inst, "starved")); tls != "local-exec" && n < 3 {
+				t.Errorf("%d probe misses reload the page through its own register, want 3 or more", n)
 			}
 			out, vpt := runTraced(t, exe, "VPTRACE_INTERVAL_MS=100000")
 			want := printedKinds(out)

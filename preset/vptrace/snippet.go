@@ -938,10 +938,14 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 		// no longer needs once the slot is written (the slot base),
 		// and any other dead one; borrowed ones (pushed on the probe's
 		// path only) last.
-		// Where the slot can be read again with no register (local-exec,
-		// a spilled loop's base) and the page is not needed after the
-		// check, the page register serves the probe too (probeS), and
-		// the miss path reloads it from the slot.
+		// Where the page is not needed after the check, the page
+		// register serves the probe too (probeS), and the miss path
+		// reloads it from the slot: with no other register (local-exec,
+		// a spilled loop's base), or through the page register itself
+		// (initial-exec: its offset from the GOT; indirect: the array,
+		// mapped since the slot was written), so that a probe in a
+		// register-starved loop need not push one (zstd's hash look-ups
+		// in ZSTD_compressBlock_fast did, four instructions a probe).
 		var probeRegs, probeS []effect.Reg
 		if !exact && kindBits(s.kind) != 0 {
 			busy := reserved | 1<<free[0]
@@ -953,7 +957,7 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			}
 			n := probeTakes(hoist.cache != snippet.NoReg)
 			probeRegs = probeScratch(n, liveRegs|busy, busy, avail)
-			if (st.tls == kit.LocalExec || hoisted) && !(s.twoPages && !carry) {
+			if !(s.twoPages && !carry) {
 				if two := probeScratch(n-1, liveRegs|busy, busy, avail); two != nil {
 					probeS = append(two, free[0])
 				}
@@ -1118,7 +1122,12 @@ func (st *objState) code(s *site, k int, liveRegs effect.RegSet, flagsLive bool,
 			if probeS != nil {
 				regs, reuse = probeS, append(slices.Clone(avail), free[0])
 				reload = func() {
-					b.MovQ(slot, rs)
+					src := slot
+					if slices.ContainsFunc(regs, func(r effect.Reg) bool { return slot.Reads(kit.Reg(r)) }) {
+						// the probe took the slot's base
+						src = slots.At(b, s.slot, rs, false, true)
+					}
+					b.MovQ(src, rs)
 					if byAddr {
 						b.ShrQ(snippet.Imm(12), rs)
 					}
