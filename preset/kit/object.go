@@ -75,6 +75,32 @@ func (x *Object) SetSize(sec int, size uint64) { x.File.Sections[sec].Size = siz
 // SetData sets the contents of a ReadOnly or Writable section.
 func (x *Object) SetData(sec int, data []byte) { x.File.Sections[sec].Data = data }
 
+// DataReloc is a relocation of a ReadOnly or Writable section's data: at
+// Off, of type Type, against the symbol called Sym (which the object
+// defines), plus Addend.
+type DataReloc struct {
+	Off    uint64
+	Type   elf.R_X86_64
+	Sym    string
+	Addend int64
+}
+
+// RelocateData gives the data of section sec (ReadOnly or Writable) its
+// relocations, in a new relocation section .rela<name>. Call it once per
+// section, after every local symbol was added (AddLocal).
+func (x *Object) RelocateData(sec int, relocs []DataReloc) error {
+	rs := make([]elfobj.Rela, 0, len(relocs))
+	for _, r := range relocs {
+		k := x.File.FindSymbol(r.Sym)
+		if k == 0 {
+			return fmt.Errorf("%s+%#x: no symbol %s", x.File.Sections[sec].Name, r.Off, r.Sym)
+		}
+		rs = append(rs, elfobj.Rela{Off: r.Off, Type: r.Type, Sym: k, Addend: r.Addend})
+	}
+	x.addRela(sec, rs)
+	return nil
+}
+
 // AddLocal adds a local symbol called name of type typ (STT_OBJECT,
 // STT_FUNC, STT_TLS) in section sec, at offset 0 and of size 0 until
 // SetSymbol. Inserted code refers to it as Named(name). The name must be

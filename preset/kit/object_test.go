@@ -48,6 +48,13 @@ func TestObject(t *testing.T) {
 		t.Error("SetSymbol of a missing symbol: no error")
 	}
 	x.SetData(idx[".rodata.k"], []byte("abc\x00"))
+	x.SetData(idx[".data.k"], make([]byte, 16))
+	if err := x.RelocateData(idx[".data.k"], []kit.DataReloc{{Off: 8, Type: elf.R_X86_64_64, Sym: "missing"}}); err == nil {
+		t.Error("RelocateData against a missing symbol: no error")
+	}
+	if err := x.RelocateData(idx[".data.k"], []kit.DataReloc{{Off: 0, Type: elf.R_X86_64_PC32, Sym: "k_ro"}, {Off: 8, Type: elf.R_X86_64_64, Sym: "k_fn", Addend: 4}}); err != nil {
+		t.Fatal(err)
+	}
 	x.SetSize(idx[".tbss.k"], 24)
 	fsym := o.File.FindSymbol("f")
 	code := &ibr.Snippet{Code: make([]byte, 16), Relocs: []ibr.SnippetReloc{
@@ -119,6 +126,9 @@ func TestObject(t *testing.T) {
 	want := []string{"R_X86_64_PC32 k_ro", "R_X86_64_GOTPCRELX rt_entry", "R_X86_64_PLT32 f", "R_X86_64_GOTPCRELX rt_entry"}
 	if got := relocs(".text.k"); !slices.Equal(got, want) {
 		t.Errorf(".rela.text.k: %q, want %q", got, want)
+	}
+	if got, want := relocs(".data.k"), []string{"R_X86_64_PC32 k_ro", "R_X86_64_64 k_fn"}; !slices.Equal(got, want) {
+		t.Errorf(".rela.data.k: %q, want %q", got, want)
 	}
 	for _, sec := range []string{".init_array", ".init_array.00101", ".fini_array.00000", ".fini_array"} {
 		if s := f.Section(sec); s == nil || s.Size != 8 || s.Flags != elf.SHF_ALLOC|elf.SHF_WRITE {

@@ -94,6 +94,7 @@ type objState struct {
 	x        *kit.Object
 	secData  int // .vptrace
 	secSlots int // .tbss slots
+	secEpoch int // .data.vptrace: the epoch word (abi.FlagEpoch)
 	secText  int // .text.vptrace: the constructor
 	b        *kit.Builder
 	// loopRegs holds, per block of the function being instrumented, the
@@ -254,6 +255,8 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 	st.secData = x.AddSection(".vptrace", kit.ReadOnly, 8)
 	st.secSlots = x.AddSection(".tbss.vptrace", kit.TLS, 8)
 	st.secText = x.AddSection(".text.vptrace", kit.Text, 16)
+	st.secEpoch = x.AddSection(".data.vptrace", kit.Writable, 8)
+	x.SetData(st.secEpoch, make([]byte, 8))
 	locals := []struct {
 		what string
 		typ  elf.SymType
@@ -262,6 +265,7 @@ func begin(o *ibr.Object, tls string) (*objState, error) {
 		{"desc", elf.STT_OBJECT, st.secData},
 		{"sites", elf.STT_OBJECT, st.secData},
 		{"slots", elf.STT_TLS, st.secSlots},
+		{"epoch", elf.STT_OBJECT, st.secEpoch},
 		{"ctor", elf.STT_FUNC, st.secText},
 		{"dtor", elf.STT_FUNC, st.secText},
 		{"slotsetup", elf.STT_FUNC, st.secText},
@@ -326,10 +330,10 @@ func (st *objState) Finish() error {
 	case kit.Indirect:
 		desc.Flags = abi.FlagIE | abi.FlagIndirect
 	}
-	if st.nslots != n {
-		desc.Flags |= abi.FlagSlots
-		desc.NSlots = uint32(st.nslots)
-	}
+	// The epoch word's address: a relocation at EpochRel (the field
+	// exists in descriptors with FlagSlots).
+	desc.Flags |= abi.FlagSlots | abi.FlagEpoch
+	desc.NSlots = uint32(st.nslots)
 	recs := make([]abi.Site, n)
 	for k, s := range st.sites {
 		sec := s.fn.Section
@@ -397,6 +401,9 @@ func (st *objState) Finish() error {
 	data = append(data, packed...)
 	x := st.x
 	x.SetData(st.secData, data)
+	if err := x.RelocateData(st.secData, []kit.DataReloc{{Off: abi.ObjectEpochRelOff, Type: elf.R_X86_64_PC32, Sym: st.sym("epoch")}}); err != nil {
+		return fmt.Errorf("vptrace: %w", err)
+	}
 	slots := st.slots().Size(st.nslots)
 	x.SetSize(st.secSlots, slots)
 	for _, sym := range []struct {
@@ -406,6 +413,7 @@ func (st *objState) Finish() error {
 		{"desc", 0, abi.ObjectSize},
 		{"sites", abi.ObjectSize, uint64(abi.SiteSize * n)},
 		{"slots", 0, slots},
+		{"epoch", 0, 8},
 	} {
 		if err := x.SetSymbol(st.sym(sym.what), sym.value, sym.size); err != nil {
 			return fmt.Errorf("vptrace: %w", err)

@@ -9,12 +9,13 @@ import (
 	"hijack/vptrace/abi"
 )
 
-// The runtime's symbols the inline cache probe reads (ABI.md, "The inline
-// cache probe"): its per-thread state (initial-exec TLS) and its hot line.
-const (
-	probeThreadSym = "vpt_probe_tls"
-	probeHotSym    = "vpt_probe_hot"
-)
+// probeThreadSym is the runtime's symbol the inline cache probe reads
+// (ABI.md, "The inline cache probe"): its per-thread state (initial-exec
+// TLS). The cache epoch, which keys add, it reads from the object's own
+// epoch word (abi.FlagEpoch), which the runtime keeps at the epoch of its
+// hot line (vpt_probe_hot): RIP-relative, no register, where the hot
+// line's address took a GOT load first.
+const probeThreadSym = "vpt_probe_tls"
 
 // probeNeed is how many registers the cache probe takes: the key, the
 // set's address and the entry it compares.
@@ -33,13 +34,13 @@ func probeTakes(cached bool) int {
 // probeHoist is what a spilled loop holds for the cache probes of its
 // sites (spill.go): the address of the thread's table (cache), loaded on
 // the loop's entry edges and again after every call of the probe's miss
-// path, and the runtime's hot line (hot); NoReg where it holds none.
+// path; NoReg where it holds none.
 type probeHoist struct {
-	cache, hot snippet.Reg
+	cache snippet.Reg
 }
 
 // noHoist is a probe's with no registers of a spilled loop.
-var noHoist = probeHoist{snippet.NoReg, snippet.NoReg}
+var noHoist = probeHoist{snippet.NoReg}
 
 // loadProbeTable loads the calling thread's recent-page table into r
 // (the zeros while it has none).
@@ -48,9 +49,9 @@ func loadProbeTable(b *kit.Builder, r snippet.Reg) {
 	b.MovQ(snippet.Mem(r, abi.ProbeCacheOff).Seg(snippet.FS), r)
 }
 
-// loadProbeHot loads the address of the runtime's hot line into r.
-func loadProbeHot(b *kit.Builder, r snippet.Reg) {
-	b.MovQ(snippet.GOTPCRELX(probeHotSym), r) // (a static link makes it a lea)
+// epochWord is the object's epoch word (abi.FlagEpoch), RIP-relative.
+func (st *objState) epochWord() snippet.Operand {
+	return st.b.RIP(kit.Named(st.sym("epoch")), 0)
 }
 
 // kindBits returns the read and write bits of a site's kind: what the
@@ -96,8 +97,7 @@ func probeSaved(regs []effect.Reg, live effect.RegSet, reuse []effect.Reg) []eff
 // after stepping over the red zone unless the snippet did (shift != 0).
 //
 //	lea  4+kind(,page,4), K
-//	mov  vpt_probe_hot@GOTPCREL(%rip), H
-//	add  VH_EPOCH(H), K                 # the key: ((page+1) << 2) + epoch, | kind
+//	add  __vpt_epoch_<id>(%rip), K      # the key: ((page+1) << 2) + epoch, | kind
 //	mov  vpt_probe_tls@GOTTPOFF(%rip), H
 //	mov  %fs:VT_PROBE(H), H             # the cache (zeros while there is none: no test)
 //	lea  0(,K,4), X; and $CacheSetMask, X   # the set (page+1 mod 16384): two entries
@@ -119,9 +119,8 @@ func probeSaved(regs []effect.Reg, live effect.RegSet, reuse []effect.Reg) []eff
 // jumps to its miss label (a label miss emits the call at): a sweep's exit
 // finds its range's page so (with H free: not with hoist, below).
 //
-// The third register may be page itself, where the slot it was written
-// to can be read again without a register the probe takes (local-exec, or
-// a spilled loop's base): reload then emits that load, which puts the
+// The third register may be page itself (snippet.go, probeS): reload
+// then emits the load from the slot it was written to, which puts the
 // page back on the miss path, before the call.
 //
 // first, if not nil, runs right after the pushes, with the probe's
@@ -133,12 +132,12 @@ func probeSaved(regs []effect.Reg, live effect.RegSet, reuse []effect.Reg) []eff
 // stepped over (no lea around it): where the probe stepped over it itself
 // to push registers (shift 0), it calls that after popping them.
 //
-// In a spilled loop that holds the cache's address C (and the hot line's,
-// E) in registers of its own (hoist, spill.go), the probe loads neither
-// and takes two registers, not three:
+// In a spilled loop that holds the cache's address C in a register of
+// its own (hoist, spill.go), the probe does not load it and takes two
+// registers, not three:
 //
 //	lea  4+kind(,page,4), K
-//	add  VH_EPOCH(E), K                 # (no E: the hot line loaded into X first)
+//	add  __vpt_epoch_<id>(%rip), K
 //	lea  0(,K,4), X; and $CacheSetMask, X
 //	cmp  K, (C,X); je hit; ...          # as above
 //	miss: call the stub
@@ -205,19 +204,11 @@ func (st *objState) probe(page snippet.Reg, kind abi.Kind, regs []effect.Reg, li
 	// drops them).
 	k := int64(kindBits(kind))
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, page, 4, int32(4+k)), K)
+	b.AddQ(st.epochWord(), K)
 	table := hoist.cache
 	if table == snippet.NoReg {
 		table = H
-		loadProbeHot(b, H)
-		b.AddQ(snippet.Mem(H, abi.ProbeEpochOff), K)
 		loadProbeTable(b, H)
-	} else {
-		hot := hoist.hot
-		if hot == snippet.NoReg {
-			hot = X // (the set's offset goes there next)
-			loadProbeHot(b, hot)
-		}
-		b.AddQ(snippet.Mem(hot, abi.ProbeEpochOff), K)
 	}
 	b.LeaQ(snippet.MemIndex(snippet.NoReg, K, 4, 0), X)
 	b.AndQ(snippet.Imm(abi.CacheSetMask), X)

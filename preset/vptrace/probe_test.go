@@ -180,6 +180,59 @@ func TestProbeKinds(t *testing.T) {
 	}
 }
 
+// TestProbeEpochs runs random reads over 64 pages (kinds.c's rd, through
+// its cache probes: the slot mostly misses) for 300 ms with the cache
+// forgetting every 20 ms: every page must be recorded again in most
+// intervals. The probes add the epoch from the object's own word
+// (abi.FlagEpoch), which the runtime raises at each interval: a word left
+// behind would make the probes hit the pages' entries of the first
+// interval forever, one event a page. Through a loop's table register
+// (initial-exec and indirect: spilled loops) and without (local-exec).
+func TestProbeEpochs(t *testing.T) {
+	testutil.Need(t, "gcc")
+	rt := runtimeArchive(t)
+	for _, tls := range []string{"initial-exec", "indirect", "local-exec"} {
+		t.Run(tls, func(t *testing.T) {
+			dir := t.TempDir()
+			drv := testutil.Compile(t, dir, "gcc", "testdata/epochs_main.c", "-O2")
+			inst := instrument(t, testutil.Compile(t, dir, "gcc", "testdata/kinds.c", "-O2"), "tls="+tls)
+			if dis := string(disassembly(t, inst)); strings.Contains(dis, "vpt_probe_hot") {
+				t.Errorf("the probes still read the runtime's hot line")
+			}
+			exe := filepath.Join(dir, "app")
+			testutil.Link(t, "gcc", exe, drv, inst, rt, "-lpthread")
+			out, vpt := runTraced(t, exe, "VPTRACE_INTERVAL_MS=20")
+			want := printedKinds(out)
+			var ms, rounds, sum int64
+			if _, err := fmt.Sscanf(string(out[strings.LastIndex(string(out), "ms "):]), "ms %d rounds %d sum %d", &ms, &rounds, &sum); err != nil || len(want) != 64 {
+				t.Fatalf("the driver printed %d pages (want 64), %v:\n%s", len(want), err, out)
+			}
+			tr, err := trace.Load(vpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// a third of the intervals at least: a loaded machine may
+			// stretch the clock thread's ticks
+			least := uint64(ms / 20 / 3)
+			var few []string
+			for p := range want {
+				var events uint64
+				for _, th := range tr.Threads {
+					if pg := th.Pages[p]; pg != nil {
+						events += pg.Events
+					}
+				}
+				if events < least {
+					few = append(few, fmt.Sprintf("%s: %d", hex(p), events))
+				}
+			}
+			if least < 4 || len(few) > 0 {
+				t.Errorf("%d ms (%d rounds), %d intervals: %d of 64 pages recorded fewer than %d times: %v", ms, rounds, ms/20, len(few), least, head(few))
+			}
+		})
+	}
+}
+
 // TestStraddle runs reads and writes whose bytes cross a page boundary
 // (testdata/straddle.c: accessors called twice on the same address, a
 // gather in a loop, a walk in a loop that steps its position, one in a

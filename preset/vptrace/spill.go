@@ -43,26 +43,24 @@ import (
 // it, and the code of other sites borrows it only to push and pop it);
 // the array stays where it is while the thread runs code of the object.
 
-// Where the loop has sites that probe the recent-page cache, two more of
-// the saved registers, if the loop has them to spare, hold the address of
+// Where the loop has sites that probe the recent-page cache, one more of
+// the saved registers, if the loop has it to spare, holds the address of
 // the thread's table (loaded again after each call of a probe's miss
-// path: the runtime maps the cache at the thread's first event) and of
-// the runtime's hot line (the epoch): each probe then loads neither (3
-// instructions, 3 loads) and needs one register fewer (probe.go). Not a
-// reason to spill around a loop on its own: a short loop entered often
-// would pay more for the saves than its probes save.
+// path: the runtime maps the cache at the thread's first event): each
+// probe then does not load it (2 instructions, 2 loads) and needs one
+// register fewer (probe.go). Not a reason to spill around a loop on its
+// own: a short loop entered often would pay more for the saves than its
+// probes save.
 
 // loopRegs is what a block of a spilled loop has: registers free there,
-// the register holding the slot base (base, when hasBase), and those of
-// the cache probes (probeHoist: cache and hot, when hasCache and hasHot).
+// the register holding the slot base (base, when hasBase), and the cache
+// probes' (probeHoist: cache, when hasCache).
 type loopRegs struct {
 	free     effect.RegSet
 	base     effect.Reg
 	cache    effect.Reg
-	hot      effect.Reg
 	hasBase  bool
 	hasCache bool
-	hasHot   bool
 }
 
 // held returns the registers lr holds for the whole run (not free for
@@ -75,9 +73,6 @@ func (lr loopRegs) held() effect.RegSet {
 	if lr.hasCache {
 		h |= 1 << lr.cache
 	}
-	if lr.hasHot {
-		h |= 1 << lr.hot
-	}
 	return h
 }
 
@@ -87,9 +82,6 @@ func (lr loopRegs) hoist() probeHoist {
 	h := noHoist
 	if lr.hasCache {
 		h.cache = kit.Reg(lr.cache)
-		if lr.hasHot {
-			h.hot = kit.Reg(lr.hot)
-		}
 	}
 	return h
 }
@@ -175,8 +167,8 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 		// The registers to save: what the sites lack, and with the
 		// slot base hoisted (not local-exec) one more, wherever the
 		// loop has a site with slot code (hoisting saves a load of it at
-		// every access); the cache's and the hot line's addresses where
-		// a site probes (spillAround).
+		// every access); the cache's address where a site probes
+		// (spillAround).
 		need, needC, slot, probes := nd.of(l.Nodes)
 		hasBase := st.tls != kit.LocalExec && slot
 		if need == 0 && !hasBase {
@@ -222,23 +214,18 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 // registers the sites lack (need; needC with the cache's address held).
 func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, entries, exits []kit.Edge, need, needC int, hasBase, probes bool, used map[kit.Edge]bool, free map[int]loopRegs) error {
 	lv := st.live[g]
-	// The order of regs: the slot base, the cache's and the hot line's
-	// addresses, then the registers the sites lack. The cache's only
-	// where the sites then lack nothing (what they lack costs them a
-	// push and a pop at every access).
+	// The order of regs: the slot base, the cache's address, then the
+	// registers the sites lack. The cache's only where the sites then
+	// lack nothing (what they lack costs them a push and a pop at every
+	// access).
 	held := 0
 	if hasBase {
 		held++
 	}
 	hasCache := probes && len(regs) >= held+needC+1
-	hasHot := false
 	if hasCache {
 		need = needC
 		held++
-		hasHot = len(regs) >= held+need+1
-		if hasHot {
-			held++
-		}
 	}
 	if len(regs) > held+need {
 		regs = regs[:held+need]
@@ -254,10 +241,7 @@ func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, en
 	if hasBase {
 		lr.base, lr.hasBase = take(0), true
 	}
-	switch {
-	case hasHot:
-		lr.cache, lr.hot, lr.hasCache, lr.hasHot = take(held-2), take(held-1), true, true
-	case hasCache:
+	if hasCache {
 		lr.cache, lr.hasCache = take(held-1), true
 	}
 	hoist := lr.hoist()
@@ -287,9 +271,6 @@ func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, en
 		}
 		if hasCache {
 			loadProbeTable(b, hoist.cache)
-		}
-		if hasHot {
-			loadProbeHot(b, hoist.hot)
 		}
 		if err := insert(e); err != nil {
 			return err

@@ -252,9 +252,12 @@ func TestTLSModel(t *testing.T) {
 			}
 			d := descriptor(t, inst)
 			// (FlagPacked says only whether the site table was worth
-			// compressing, FlagSlots whether some site has a second
-			// slot: not the TLS model)
-			if d.Flags&^(abi.FlagPacked|abi.FlagSlots) != abi.Flags(c.flags) {
+			// compressing: not the TLS model; every object has its
+			// epoch word, whose field FlagSlots' descriptor has)
+			if d.Flags&(abi.FlagSlots|abi.FlagEpoch) != abi.FlagSlots|abi.FlagEpoch {
+				t.Errorf("descriptor flags %#x, want FlagSlots and FlagEpoch", d.Flags)
+			}
+			if d.Flags&^(abi.FlagPacked|abi.FlagSlots|abi.FlagEpoch) != abi.Flags(c.flags) {
 				t.Errorf("descriptor flags %#x, want %#x", d.Flags, c.flags)
 			}
 			nsites := d.Slots()

@@ -88,6 +88,13 @@ const (
 	// indirect. Without it there are NSites slots. Implies FlagPacked's
 	// fields exist (0 when not packed).
 	FlagSlots Flags = 16
+	// FlagEpoch: EpochRel gives the object's epoch word (8 bytes of its
+	// writable data), which the runtime keeps equal to the cache epoch
+	// (vpt_probe_hot's, ProbeEpochOff) from registration on: the object's
+	// cache probes add it to their keys from there, RIP-relative, instead
+	// of loading the hot line's address from the GOT first (ABI.md "The
+	// inline cache probe"). Implies FlagSlots' field exists.
+	FlagEpoch Flags = 32
 )
 
 // Kind is vpt_site.kind: the kind of access and how the runtime records it.
@@ -194,9 +201,11 @@ type Object struct {
 	// of this field, and its length in bytes.
 	PackedRel int32  `c:"packed_rel"`
 	PackedLen uint32 `c:"packed_len"`
-	// With FlagSlots: the number of slots (below MaxSlots); Pad is 0.
+	// With FlagSlots: the number of slots (below MaxSlots).
 	NSlots uint32 `c:"nslots"`
-	Pad    uint32 `c:"pad"`
+	// With FlagEpoch: the address of the object's epoch word minus the
+	// address of this field; else 0.
+	EpochRel int32 `c:"epoch_rel"`
 }
 
 // Slots returns the number of last-page slots o's object has.
@@ -213,6 +222,7 @@ const (
 	ObjectSitesRelOff  = 16
 	ObjectStrsRelOff   = 20
 	ObjectPackedRelOff = 48
+	ObjectEpochRelOff  = 60
 )
 
 // Site is struct vpt_site, one instrumented access (sites[k] is site k).
@@ -306,7 +316,7 @@ func (o *Object) Append(dst []byte) []byte {
 	dst = le.AppendUint32(dst, uint32(o.PackedRel))
 	dst = le.AppendUint32(dst, o.PackedLen)
 	dst = le.AppendUint32(dst, o.NSlots)
-	return le.AppendUint32(dst, o.Pad)
+	return le.AppendUint32(dst, uint32(o.EpochRel))
 }
 
 // Marshal returns the descriptor's ObjectSize bytes.
@@ -334,7 +344,7 @@ func UnmarshalObject(b []byte) (Object, error) {
 		PackedRel: int32(le.Uint32(b[48:])),
 		PackedLen: le.Uint32(b[52:]),
 		NSlots:    le.Uint32(b[56:]),
-		Pad:       le.Uint32(b[60:]),
+		EpochRel:  int32(le.Uint32(b[60:])),
 	}, nil
 }
 

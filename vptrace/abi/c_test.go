@@ -74,6 +74,7 @@ var cConsts = []struct {
 	{"FlagIndirect", "VPT_FLAG_INDIRECT", uint64(FlagIndirect)},
 	{"FlagPacked", "VPT_FLAG_PACKED", uint64(FlagPacked)},
 	{"FlagSlots", "VPT_FLAG_SLOTS", uint64(FlagSlots)},
+	{"FlagEpoch", "VPT_FLAG_EPOCH", uint64(FlagEpoch)},
 	{"KindRead", "VPT_KIND_READ", uint64(KindRead)},
 	{"KindWrite", "VPT_KIND_WRITE", uint64(KindWrite)},
 	{"KindRMW", "(VPT_KIND_READ | VPT_KIND_WRITE)", uint64(KindRMW)},
@@ -90,6 +91,7 @@ var cConsts = []struct {
 	{"ObjectSitesRelOff", "offsetof(struct vpt_object, sites_rel)", ObjectSitesRelOff},
 	{"ObjectStrsRelOff", "offsetof(struct vpt_object, strs_rel)", ObjectStrsRelOff},
 	{"ObjectPackedRelOff", "offsetof(struct vpt_object, packed_rel)", ObjectPackedRelOff},
+	{"ObjectEpochRelOff", "offsetof(struct vpt_object, epoch_rel)", ObjectEpochRelOff},
 	{"SiteKindOff", "VS_KIND", SiteKindOff}, // stubs.S reads it
 	{"VecIndexReg", vecCheck, uint64(VecIndexReg)},
 	{"VecGather", vecCheck, uint64(VecGather)},

@@ -161,7 +161,7 @@ struct vpt_hot_s {
 	uint32_t active;         /* 0: 0 = stopped/disabled */
 	uint32_t pad;
 	uint64_t clock;          /* 8: ns since trace start, updated every clock tick */
-	uint64_t epoch;          /* 16: cache-key offset, moved on by vptrace_start and in a fork child */
+	uint64_t epoch;          /* 16: cache-key offset, moved on by vrt_epoch_bump (which raises the objects' epoch words too) */
 	uint64_t pad2[5];
 };
 extern struct vpt_hot_s vpt_hot;
@@ -415,6 +415,7 @@ extern HIDDEN uint32_t vrt_reg_lock;
 extern HIDDEN uint32_t vrt_obj_readers;
 extern HIDDEN uint32_t vrt_file_gen;
 extern HIDDEN void vrt_dump_objects(void);
+extern HIDDEN void vrt_epoch_bump(void);
 extern HIDDEN void vrt_reset_slots(void);
 
 /* rt_buffers.c */

@@ -1067,7 +1067,7 @@ static void released(uint64_t addr, uint64_t size)
 	l = LOAD(&last_cut);
 	if (c == l || !CAS(&last_cut, &l, c))
 		return;
-	FADD(&vpt_hot.epoch, 1ull << 40);
+	vrt_epoch_bump();
 	STORE(&cut_ring[FADD(&cut_head, 1) % CUTS], c);
 }
 

@@ -65,7 +65,7 @@ HIDDEN void vrt_child_fixup(int from_atfork)
 	vrt_reset_slots();
 	/* The forking thread's recent-page cache holds pages the parent's
 	 * trace recorded: a new epoch, so that the child's trace records them. */
-	FADD(&vpt_hot.epoch, 1ull << 40);
+	vrt_epoch_bump();
 	if (from_atfork)
 		vrt_late_init();
 }

@@ -568,7 +568,7 @@ static void *clock_main(void *arg)
 			return NULL; /* (never: a fork child has no copy of this thread) */
 		vrt_clock_bump();
 		if (LOAD(&vpt_hot.clock) >= next) {
-			FADD(&vpt_hot.epoch, 1ull << 40);
+			vrt_epoch_bump();
 			next = LOAD(&vpt_hot.clock) + interval;
 			vrt_alloc_interval(); /* allocation records, MAPS after a dlopen (rt_alloc.c) */
 		}

@@ -107,6 +107,40 @@ static void readers_drain(void)
 		sc3(SYS_sched_yield, 0, 0, 0);
 }
 
+/* An object's epoch word (VPT_FLAG_EPOCH), which its cache probes add to
+ * their keys: raised to e, never lowered (a registration that read the
+ * epoch before a bump stores after it). */
+static void epoch_raise(const struct vpt_object *o, uint64_t e)
+{
+	uint64_t *w, old;
+	if (!(o->flags & VPT_FLAG_EPOCH) || !(o->flags & VPT_FLAG_SLOTS) || !o->epoch_rel)
+		return;
+	w = (uint64_t *)(uintptr_t)((uintptr_t)&o->epoch_rel + (uintptr_t)(intptr_t)o->epoch_rel);
+	old = LOAD(w);
+	while (old < e && !CAS(w, &old, e))
+		;
+}
+
+/* The cache epoch moves on (the interval, vptrace_start, a fork child, a
+ * released range): the cache's keys and the range memos change, and every
+ * registered object's epoch word follows (the readers' count keeps an
+ * object that vpt_unregister drops from going away meanwhile). Any
+ * context: atomics and the objects' data only. */
+HIDDEN void vrt_epoch_bump(void)
+{
+	uint64_t e = FADD(&vpt_hot.epoch, 1ull << 40) + (1ull << 40);
+	uint32_t n = LOAD(&vpt_nobjs);
+	if (n > VPT_MAXOBJ)
+		n = VPT_MAXOBJ;
+	readers_enter();
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vpt_object *o = LOADA(&vpt_objs[i]);
+		if (o)
+			epoch_raise(o, e);
+	}
+	readers_leave();
+}
+
 HIDDEN void vrt_dump_objects(void)
 {
 	uint32_t n = LOAD(&vpt_nobjs);
@@ -243,6 +277,7 @@ void vpt_register(const struct vpt_object *o)
 	STORE(&vpt_objdumped[i], 0);
 	STORER(&vpt_objs[i], o);
 	spin_unlock(&vrt_reg_lock);
+	epoch_raise(o, LOAD(&vpt_hot.epoch)); /* (after: a bump now raises it too) */
 	vrt_dump_objects();
 	vrt_maps_check(); /* a dlopen'ed object: the mappings now */
 }
@@ -275,7 +310,7 @@ void vptrace_start(void)
 		return;
 	if (!XCHG(&vpt_hot.active, 1)) {
 		/* pages recorded before the stop count again */
-		FADD(&vpt_hot.epoch, 1ull << 40);
+		vrt_epoch_bump();
 		vrt_note_chunk(VPTRACE_NOTE_START, sys_gettid(), 0, "vptrace_start");
 	}
 }

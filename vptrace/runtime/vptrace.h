@@ -180,7 +180,7 @@ struct vpt_object {        /* 64 bytes, in section .vptrace */
 	uint32_t packed_len;   /* its length in bytes */
 	/* with VPT_FLAG_SLOTS (else absent: 56-byte descriptors are valid) */
 	uint32_t nslots;       /* last-page slots: nsites <= nslots < VPT_MAX_SLOTS */
-	uint32_t pad;          /* 0 */
+	int32_t epoch_rel;     /* with VPT_FLAG_EPOCH: the object's epoch word minus the address of this field; else 0 */
 };
 #endif
 
@@ -190,6 +190,7 @@ struct vpt_object {        /* 64 bytes, in section .vptrace */
 #define VPT_FLAG_INDIRECT    4 /* tls indirect: the TLS word points to this thread's slot array (vpt_slots) */
 #define VPT_FLAG_PACKED      8 /* packed_rel, packed_len: the sites and strings DEFLATE-compressed by hijack */
 #define VPT_FLAG_SLOTS      16 /* nslots: the object's slots, its sites' own and second ones (else nsites) */
+#define VPT_FLAG_EPOCH      32 /* epoch_rel: the object's epoch word, which the runtime keeps at the cache epoch */
 
 #ifndef __ASSEMBLER__
 struct vpt_site {          /* 32 bytes */
