@@ -180,8 +180,8 @@ func TestCCTLSModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		// (the TLS model's flags: not whether the table was packed, nor
-		// the slot count and epoch word every object has)
-		if got := d.Flags &^ (abi.FlagPacked | abi.FlagSlots | abi.FlagEpoch); got != tc.want {
+		// the slot count, epoch word and kinds every object has)
+		if got := d.Flags &^ (abi.FlagPacked | abi.FlagSlots | abi.FlagEpoch | abi.FlagKinds); got != tc.want {
 			t.Errorf("gcc %v %s: descriptor flags %#x, want %#x", tc.flags, tc.src, got, tc.want)
 		}
 	}

@@ -396,9 +396,15 @@ func (st *objState) Finish() error {
 		desc.PackedRel = int32(abi.ObjectSize + len(body) - abi.ObjectPackedRelOff)
 		desc.PackedLen = uint32(len(packed))
 	}
-	data := desc.Append(make([]byte, 0, abi.ObjectSize+len(body)+len(packed)))
+	// The sites' kinds after it all, for the runtime's copy at every
+	// start (abi.FlagKinds): a byte a site, not the whole table.
+	desc.Flags |= abi.FlagKinds
+	data := desc.Append(make([]byte, 0, abi.ObjectSize+len(body)+len(packed)+n))
 	data = append(data, body...)
 	data = append(data, packed...)
+	for k := range recs {
+		data = append(data, byte(recs[k].Kind))
+	}
 	x := st.x
 	x.SetData(st.secData, data)
 	if err := x.RelocateData(st.secData, []kit.DataReloc{{Off: abi.ObjectEpochRelOff, Type: elf.R_X86_64_PC32, Sym: st.sym("epoch")}}); err != nil {

@@ -253,11 +253,30 @@ func TestTLSModel(t *testing.T) {
 			d := descriptor(t, inst)
 			// (FlagPacked says only whether the site table was worth
 			// compressing: not the TLS model; every object has its
-			// epoch word, whose field FlagSlots' descriptor has)
-			if d.Flags&(abi.FlagSlots|abi.FlagEpoch) != abi.FlagSlots|abi.FlagEpoch {
-				t.Errorf("descriptor flags %#x, want FlagSlots and FlagEpoch", d.Flags)
+			// epoch word, whose field FlagSlots' descriptor has, and
+			// its sites' kinds)
+			if all := abi.FlagSlots | abi.FlagEpoch | abi.FlagKinds; d.Flags&all != all {
+				t.Errorf("descriptor flags %#x, want FlagSlots, FlagEpoch and FlagKinds", d.Flags)
 			}
-			if d.Flags&^(abi.FlagPacked|abi.FlagSlots|abi.FlagEpoch) != abi.Flags(c.flags) {
+			// the kinds after the packed table (or the strings), one
+			// byte a site, as in the records
+			vdata := vptraceData(t, inst)
+			at := abi.ObjectStrsRelOff + int(d.StrsRel) + int(d.NStrs)
+			if d.Flags&abi.FlagPacked != 0 {
+				at = abi.ObjectPackedRelOff + int(d.PackedRel) + int(d.PackedLen)
+			}
+			if at+int(d.NSites) != len(vdata) || d.NSites == 0 {
+				t.Errorf("the kinds at %d, %d of them, in %d bytes of .vptrace", at, d.NSites, len(vdata))
+			} else {
+				for k := 0; k < int(d.NSites); k++ {
+					rec, err := abi.UnmarshalSite(vdata[abi.ObjectSitesRelOff+int(d.SitesRel)+abi.SiteSize*k:])
+					if err != nil || vdata[at+k] != byte(rec.Kind) {
+						t.Errorf("site %d: kind %#x, its record's %#x (%v)", k, vdata[at+k], rec.Kind, err)
+						break
+					}
+				}
+			}
+			if d.Flags&^(abi.FlagPacked|abi.FlagSlots|abi.FlagEpoch|abi.FlagKinds) != abi.Flags(c.flags) {
 				t.Errorf("descriptor flags %#x, want %#x", d.Flags, c.flags)
 			}
 			nsites := d.Slots()

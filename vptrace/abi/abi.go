@@ -95,6 +95,12 @@ const (
 	// of loading the hot line's address from the GOT first (ABI.md "The
 	// inline cache probe"). Implies FlagSlots' field exists.
 	FlagEpoch Flags = 32
+	// FlagKinds: NSites bytes follow the packed table (with FlagPacked),
+	// else the string table: each site's kind, as in its record, so that
+	// the runtime copies them (it keeps every object's kinds for the
+	// aggregator, past a dlclose) without reading every record of the
+	// site table at every process start (ABI.md "Per-object data").
+	FlagKinds Flags = 64
 )
 
 // Kind is vpt_site.kind: the kind of access and how the runtime records it.

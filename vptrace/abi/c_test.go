@@ -75,6 +75,7 @@ var cConsts = []struct {
 	{"FlagPacked", "VPT_FLAG_PACKED", uint64(FlagPacked)},
 	{"FlagSlots", "VPT_FLAG_SLOTS", uint64(FlagSlots)},
 	{"FlagEpoch", "VPT_FLAG_EPOCH", uint64(FlagEpoch)},
+	{"FlagKinds", "VPT_FLAG_KINDS", uint64(FlagKinds)},
 	{"KindRead", "VPT_KIND_READ", uint64(KindRead)},
 	{"KindWrite", "VPT_KIND_WRITE", uint64(KindWrite)},
 	{"KindRMW", "(VPT_KIND_READ | VPT_KIND_WRITE)", uint64(KindRMW)},

@@ -27,6 +27,12 @@ static uint64_t obj_strs(const struct vpt_object *o)
 	return (uint64_t)(uintptr_t)&o->strs_rel + (uint64_t)(int64_t)o->strs_rel;
 }
 
+/* the packed table (VPT_FLAG_PACKED) */
+static uint64_t obj_packed(const struct vpt_object *o)
+{
+	return (uint64_t)(uintptr_t)&o->packed_rel + (uint64_t)(int64_t)o->packed_rel;
+}
+
 static void object_chunk(const struct vpt_object *o)
 {
 	uint8_t fix[64];
@@ -61,7 +67,7 @@ static void object_chunk(const struct vpt_object *o)
 		iov[1].iov_len = sizeof pre;
 		iov[2].iov_base = fix;
 		iov[2].iov_len = sizeof fix;
-		iov[3].iov_base = (void *)(uintptr_t)((uint64_t)(uintptr_t)&o->packed_rel + (uint64_t)(int64_t)o->packed_rel);
+		iov[3].iov_base = (void *)(uintptr_t)obj_packed(o);
 		iov[3].iov_len = o->packed_len;
 		if (inner <= (1u << 30)) {
 			vrt_write_chunk_plain(LOAD(&vrt_trace_fd), CH_DEFLATE, iov, 4);
@@ -229,8 +235,16 @@ static uint32_t kinds_of(const struct vpt_object *o)
 	k->nsites = ns;
 	k->dumped = 0;
 	k->desc = o;
-	for (uint32_t i = 0; i < ns; i++)
-		k->kind[i] = s[i].kind;
+	if (o->flags & VPT_FLAG_KINDS) {
+		/* hijack's copy of the kinds, one byte a site: a few pages,
+		 * where the records are 32 bytes a site */
+		const uint8_t *kinds = (o->flags & VPT_FLAG_PACKED) ? (const uint8_t *)(uintptr_t)(obj_packed(o) + o->packed_len)
+								     : (const uint8_t *)(uintptr_t)(obj_strs(o) + o->nstrs);
+		copy_bytes(k->kind, kinds, ns);
+	} else {
+		for (uint32_t i = 0; i < ns; i++)
+			k->kind[i] = s[i].kind;
+	}
 	STORER(&vpt_kinds[n], k);
 	STORER(&vpt_nkinds, n + 1);
 	return n + 1;

@@ -191,6 +191,7 @@ struct vpt_object {        /* 64 bytes, in section .vptrace */
 #define VPT_FLAG_PACKED      8 /* packed_rel, packed_len: the sites and strings DEFLATE-compressed by hijack */
 #define VPT_FLAG_SLOTS      16 /* nslots: the object's slots, its sites' own and second ones (else nsites) */
 #define VPT_FLAG_EPOCH      32 /* epoch_rel: the object's epoch word, which the runtime keeps at the cache epoch */
+#define VPT_FLAG_KINDS      64 /* nsites kind bytes follow the packed table (VPT_FLAG_PACKED), else the strings */
 
 #ifndef __ASSEMBLER__
 struct vpt_site {          /* 32 bytes */
