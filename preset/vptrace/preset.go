@@ -330,9 +330,11 @@ func (st *objState) Finish() error {
 	case kit.Indirect:
 		desc.Flags = abi.FlagIE | abi.FlagIndirect
 	}
-	// The epoch word's address: a relocation at EpochRel (the field
-	// exists in descriptors with FlagSlots).
-	desc.Flags |= abi.FlagSlots | abi.FlagEpoch
+	// Every object has its epoch word (a relocation at EpochRel, a field
+	// of descriptors with FlagSlots) and its sites' kinds after its
+	// tables, for the runtime's copy at every start: a byte a site, not
+	// the whole table (FlagKinds).
+	desc.Flags |= abi.FlagSlots | abi.FlagEpoch | abi.FlagKinds
 	desc.NSlots = uint32(st.nslots)
 	recs := make([]abi.Site, n)
 	for k, s := range st.sites {
@@ -396,9 +398,6 @@ func (st *objState) Finish() error {
 		desc.PackedRel = int32(abi.ObjectSize + len(body) - abi.ObjectPackedRelOff)
 		desc.PackedLen = uint32(len(packed))
 	}
-	// The sites' kinds after it all, for the runtime's copy at every
-	// start (abi.FlagKinds): a byte a site, not the whole table.
-	desc.Flags |= abi.FlagKinds
 	data := desc.Append(make([]byte, 0, abi.ObjectSize+len(body)+len(packed)+n))
 	data = append(data, body...)
 	data = append(data, packed...)

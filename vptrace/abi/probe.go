@@ -17,7 +17,9 @@ const (
 	// ProbeEpochOff is the offset in vpt_probe_hot of the epoch, which
 	// cache keys add: ((page+1) << 2) + epoch; an entry is a key with the
 	// kinds (KindRead, KindWrite) its page was recorded for in its low
-	// two bits.
+	// two bits. Objects with FlagEpoch read the epoch from their own word,
+	// which the runtime keeps equal to this one; objects of earlier
+	// versions read it here.
 	ProbeEpochOff = 16
 	// CacheEntries is the cache's size: CacheEntries/2 sets of two
 	// 8-byte entries. A key's set is at byte offset (key << 2) &
