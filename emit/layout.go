@@ -30,6 +30,11 @@ type codeMap struct {
 	size uint64
 	// grown marks short branches re-encoded in a longer form.
 	grown []bool
+	// stack holds the instructions whose rsp-based operands are shifted
+	// (ibr.Section.ShiftStack), by index: how many bytes longer the
+	// output's displacement field makes them (0, 3 or 4). Few: nil when
+	// the section has none.
+	stack map[int]int
 	// aligned lists, by index, the instructions that must start at an
 	// offset congruent to a phase modulo an alignment (function entries,
 	// data in code): few, so not an entry per instruction.
@@ -101,7 +106,7 @@ func (m *codeMap) smallLoop(i int) bool {
 		for _, sn := range s.Insts[j].Before() {
 			size += uint64(len(sn.Code))
 		}
-		size += uint64(s.Insts[j].Len)
+		size += m.encLen(j)
 		if size > smallLoopAlign {
 			return false
 		}
@@ -123,6 +128,13 @@ func newCodeMap(s *ibr.Section) *codeMap {
 		inst:  make([]uint32, n),
 		after: make([]uint32, n),
 		grown: make([]bool, n),
+	}
+	for _, i := range s.StackShifted() {
+		if m.stack == nil {
+			m.stack = make(map[int]int)
+		}
+		_, field := s.StackShift(i)
+		m.stack[i] = field - int(s.Insts[i].Layout.DispSize)
 	}
 	secAlign := max(s.Elf.Align, 1)
 	at := func(i int) {
@@ -226,6 +238,10 @@ func (m *codeMap) encLen(i int) uint64 {
 		return 0
 	case m.grown[i]:
 		return uint64(in.Layout.OpcodeOff) + grownBody(in.Layout.Opcode)
+	case m.stack != nil:
+		if grow, ok := m.stack[i]; ok {
+			return uint64(int(in.Len) + grow)
+		}
 	}
 	return uint64(in.Len)
 }
@@ -478,6 +494,11 @@ func (m *codeMap) writeInst(out []byte, i int) error {
 	src := old[in.Off:in.End()]
 	if m.grown[i] {
 		return m.writeGrown(i, dst, src)
+	}
+	if _, ok := m.stack[i]; ok {
+		// (ibr.ShiftStack checked the operand: rsp-based, no link)
+		copy(dst, m.sec.ShiftedBytes(nil, i))
+		return nil
 	}
 	copy(dst, src)
 	if in.Link == nil {

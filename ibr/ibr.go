@@ -97,6 +97,10 @@ type Section struct {
 	// taken holds the code on the taken paths of conditional jumps, by
 	// instruction (InsertTaken): few, so not a field of every Inst.
 	taken map[int]*takenPath
+	// stackShift holds what ShiftStack added to the displacements of
+	// rsp-based operands, by instruction: few, so not a field of every
+	// Inst.
+	stackShift map[int]int32
 }
 
 // Asm returns the x86asm decoding of instruction i. Op is 0 when x86asm

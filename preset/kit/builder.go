@@ -221,8 +221,12 @@ func (b *Builder) Save(regs ...effect.Reg) int32 {
 	for _, r := range regs {
 		b.PushQ(Reg(r))
 	}
-	return RedZone + 8*int32(len(regs))
+	return SaveSize(len(regs))
 }
+
+// SaveSize returns how far Save of n registers moves rsp down: the red
+// zone and 8 bytes a register.
+func SaveSize(n int) int32 { return RedZone + 8*int32(n) }
 
 // Restore pops what Save(regs...) pushed and steps back over the red zone.
 func (b *Builder) Restore(regs ...effect.Reg) {

@@ -173,7 +173,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		if st.tls == kit.Indirect {
 			st.arrays = newArrayTests(g)
 		}
-		free, err := st.spillLoops(g, cands, stackSweepEdges(sweeps))
+		free, err := st.spillLoops(g, cands, stackSweepEdges(sweeps), stackSites(sel.sites))
 		if err != nil {
 			return fmt.Errorf("%s: %w", fn.Name, err)
 		}

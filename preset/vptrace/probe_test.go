@@ -1,6 +1,7 @@
 package vptrace_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"hijack/internal/testutil"
 	"hijack/vptrace/trace"
@@ -54,7 +56,11 @@ func disassembly(t *testing.T, obj string) []byte {
 func runTraced(t *testing.T, exe string, env ...string) ([]byte, string) {
 	t.Helper()
 	vpt := exe + ".vpt"
-	cmd := exec.Command(exe)
+	// (a mis-rewritten loop may never end: fail in a minute, not at the
+	// test binary's timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(append(os.Environ(), "VPTRACE_OUT="+vpt), env...)
 	out, err := cmd.Output()
 	if err != nil {

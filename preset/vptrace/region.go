@@ -45,7 +45,7 @@ func (st *objState) spillRegions(g *cfg.Graph, nd spillNeeds, used map[kit.Edge]
 		if _, spilled := free[x]; spilled || !reach[x] || st.analysis.Info(b).LoopDepth > 0 {
 			continue
 		}
-		refs[x], ok[x] = spillBlock(lv, b)
+		refs[x], ok[x] = spillBlock(lv, g.Sec, b, nil)
 		worth = worth || ok[x] && nd.short[x] > 0
 	}
 	if !worth {
@@ -85,7 +85,7 @@ func (st *objState) spillRegions(g *cfg.Graph, nd spillNeeds, used map[kit.Edge]
 		}
 		need, needC, slot, probes := nd.of(nodes)
 		hasBase := st.tls != kit.LocalExec && slot
-		if err := st.spillAround(g, nodes, regs, entries, exits, need, needC, hasBase, probes, used, free); err != nil {
+		if _, err := st.spillAround(g, nodes, regs, entries, exits, nil, need, needC, hasBase, probes, used, free); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,13 @@
 package vptrace
 
 import (
+	"slices"
+
+	"golang.org/x/arch/x86/x86asm"
+
 	"hijack/cfg"
 	"hijack/cfg/effect"
+	"hijack/ibr"
 	"hijack/loops"
 	"hijack/preset/kit"
 )
@@ -19,10 +24,17 @@ import (
 // loop they are free for the snippets.
 //
 // Only loops where that cannot change what the program computes: no
-// instruction of the loop reads or writes rsp (so no stack operand, push,
-// pop or call sees the lower stack pointer; no calls at all, nor system
-// calls, interrupts, indirect jumps, instructions liveness cannot model,
-// function exits), one header (reducible), no block other code may enter
+// instruction of the loop reads or writes rsp (so no push, pop or call
+// sees the lower stack pointer; no calls at all, nor system calls,
+// interrupts, indirect jumps, instructions liveness cannot model,
+// function exits) but through a memory operand based on it, whose
+// displacement the output shifts by what the entry code lowered rsp by
+// (ibr.ShiftStack: the red zone and 8 bytes a register; a one-byte field
+// that cannot hold it becomes a four-byte one), so that it reaches the
+// same bytes: compilers
+// keep a register-starved loop's spilled variables in stack slots, often
+// in the red zone, which the loop reads and writes at every iteration
+// (zstd's match finders); one header (reducible), no block other code may enter
 // (External: a label taken, a landing pad), every entry and exit edge one
 // that takes code (kit.EdgeToOrTaken: also where a conditional jump is
 // taken along it, an early return or break), none shared with another
@@ -32,7 +44,10 @@ import (
 // entry, as without the spill. (While a run lasts, rsp is lower than the
 // unwind tables say, as it is while any snippet has pushed: a debugger's
 // backtrace from inside such a loop is off; no exception can be thrown
-// there, as the loop has no call.)
+// there, as the loop has no call.) A loop with stack operands is not
+// spilled around where inserted code in it computes from rsp (a site
+// whose address is rsp-based, with usestack, or a sweep reloading its
+// pointer from the stack): that code would read the lowered rsp.
 
 // With tls initial-exec or indirect, one of the saved registers holds the
 // slot array's address (indirect: this thread's array, mapped at the
@@ -150,7 +165,7 @@ func (nd spillNeeds) of(nodes []int) (need, needC int, slot, probes bool) {
 // (instrument), for which the registers are wanted; taken are edges that
 // no spill code may share (stackSweepEdges). It returns, per block index,
 // what a spilled loop (or region, spillRegions) provides there.
-func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]bool) (map[int]loopRegs, error) {
+func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]bool, stackSites []*site) (map[int]loopRegs, error) {
 	lv := st.live[g]
 	ls := st.analysis.Loops[g]
 	if len(cands) == 0 {
@@ -176,7 +191,16 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			// often would pay more for the saves than it saves)
 			return nil
 		}
-		regs, entries, exits, ok := st.spillable(g, lv, l, used, reach)
+		regs, entries, exits, stack, ok := st.spillable(g, lv, l, used, reach)
+		if ok && len(stack) > 0 && !st.stackSafe(g, l, stackSites) {
+			ok = false
+		}
+		if ok {
+			var err error
+			if ok, err = st.spillAround(g, l.Nodes, regs, entries, exits, stack, need, needC, hasBase, probes, used, free); err != nil {
+				return err
+			}
+		}
 		if !ok {
 			for _, c := range l.Children {
 				if err := visit(c); err != nil {
@@ -184,9 +208,6 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 				}
 			}
 			return nil
-		}
-		if err := st.spillAround(g, l.Nodes, regs, entries, exits, need, needC, hasBase, probes, used, free); err != nil {
-			return err
 		}
 		if hasBase {
 			st.arrays.loopEntered(g, l.Headers[0]) // (the entries tested the slot array)
@@ -208,11 +229,14 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 
 // spillAround saves regs (registers no instruction of blocks nodes
 // references, live there, r15 down) on the edges entries into nodes and
-// restores them on the edges exits out of them, and records in free what
-// the blocks then have: the slot base (hasBase), the cache probe's
-// addresses (where sites probe and registers are to spare) and the
-// registers the sites lack (need; needC with the cache's address held).
-func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, entries, exits []kit.Edge, need, needC int, hasBase, probes bool, used map[kit.Edge]bool, free map[int]loopRegs) error {
+// restores them on the edges exits out of them, shifts the stack operands
+// of the instructions stack by what that lowers rsp by, and records in
+// free what the blocks then have: the slot base (hasBase), the cache
+// probe's addresses (where sites probe and registers are to spare) and
+// the registers the sites lack (need; needC with the cache's address
+// held). It reports false, having changed nothing, when a stack operand
+// cannot be shifted (ibr.Section.CanShiftStack: EVEX, relocated).
+func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, entries, exits []kit.Edge, stack []int, need, needC int, hasBase, probes bool, used map[kit.Edge]bool, free map[int]loopRegs) (bool, error) {
 	lv := st.live[g]
 	// The order of regs: the slot base, the cache's address, then the
 	// registers the sites lack. The cache's only where the sites then
@@ -229,6 +253,12 @@ func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, en
 	}
 	if len(regs) > held+need {
 		regs = regs[:held+need]
+	}
+	shift := kit.SaveSize(len(regs))
+	for _, i := range stack {
+		if !g.Sec.CanShiftStack(i, shift) {
+			return false, nil
+		}
 	}
 	var lr loopRegs
 	for _, r := range regs {
@@ -256,6 +286,11 @@ func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, en
 		used[e] = true
 		return e.Insert(g.Sec, sn)
 	}
+	for _, i := range stack {
+		if err := g.Sec.ShiftStack(i, shift); err != nil {
+			return false, err
+		}
+	}
 	for _, e := range entries {
 		b.Save(regs...)
 		if hasBase {
@@ -273,19 +308,19 @@ func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, en
 			loadProbeTable(b, hoist.cache)
 		}
 		if err := insert(e); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, e := range exits {
 		b.Restore(regs...)
 		if err := insert(e); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, x := range nodes {
 		free[x] = lr
 	}
-	return nil
+	return true, nil
 }
 
 // regsWanted is how many registers the slot code of s takes with the cache
@@ -311,10 +346,11 @@ func (st *objState) regsWanted(s *site, flagsLive, hoisted, cached bool) int {
 // spillable reports whether registers can be saved around the runs of
 // loop l (see above), and which: those no instruction of the loop
 // references and that are live in it (a dead one is free already), in
-// the order Scratch borrows them (r15 down). It returns the edges too.
-func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, used map[kit.Edge]bool, reach []bool) (regs []effect.Reg, entries, exits []kit.Edge, ok bool) {
+// the order Scratch borrows them (r15 down). It returns the edges too,
+// and the instructions whose stack operands the spill must shift.
+func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, used map[kit.Edge]bool, reach []bool) (regs []effect.Reg, entries, exits []kit.Edge, stack []int, ok bool) {
 	if l.Irreducible() {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	header := l.Headers[0]
 	member := make(map[int]bool, len(l.Nodes))
@@ -324,9 +360,9 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 	var refs effect.RegSet
 	for _, x := range l.Nodes {
 		b := g.Blocks[x]
-		r, ok := spillBlock(lv, b)
+		r, ok := spillBlock(lv, g.Sec, b, &stack)
 		if !ok || b.External {
-			return nil, nil, nil, false
+			return nil, nil, nil, nil, false
 		}
 		refs |= r
 		for _, p := range b.Preds {
@@ -334,11 +370,11 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 				continue // (padding between blocks falls through, never runs)
 			}
 			if x != header {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil, false
 			}
 			e, ok := kit.EdgeToOrTaken(g, p, header)
 			if !ok || used[e] {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil, false
 			}
 			entries = append(entries, e)
 		}
@@ -348,19 +384,44 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 			}
 			e, ok := kit.EdgeToOrTaken(g, b, s.Index)
 			if !ok || used[e] {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil, false
 			}
 			exits = append(exits, e)
 		}
 	}
 	if len(entries) == 0 || len(exits) == 0 {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	regs = saveable(lv.Before(g.Blocks[header].Start).Regs, refs)
 	if len(regs) == 0 {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
-	return regs, entries, exits, true
+	return regs, entries, exits, stack, true
+}
+
+// stackSites returns the sites whose inserted code computes from rsp: an
+// rsp-based address (usestack), a sweep's pointer reloaded from its stack
+// slot (site.reload).
+func stackSites(sites []*site) []*site {
+	var out []*site
+	for _, s := range sites {
+		if kit.AddrRegs(s.acc.Mem).Has(effect.RSP) || s.reload != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// stackSafe reports whether no site of stackSites is in loop l: code
+// that computes from rsp, which a spill with shifted stack operands
+// would leave reading the lowered rsp.
+func (st *objState) stackSafe(g *cfg.Graph, l *loops.Loop, stackSites []*site) bool {
+	for _, s := range stackSites {
+		if slices.Contains(l.Nodes, g.BlockOf(s.inst).Index) {
+			return false
+		}
+	}
+	return true
 }
 
 // saveable returns the registers worth saving around code that references
@@ -383,7 +444,10 @@ func saveable(live, refs effect.RegSet) []effect.Reg {
 // cannot be modelled; the block does not leave the function or jump
 // through a table), and which registers its instructions reference.
 // Whether other code may enter it (External) is the caller's to check.
-func spillBlock(lv *cfg.Liveness, b *cfg.Block) (refs effect.RegSet, ok bool) {
+// With stack non-nil, an instruction may reference rsp as its memory
+// operand's base and nothing else (stackOperand): appended to *stack, for
+// the spill to shift. sec is b's section.
+func spillBlock(lv *cfg.Liveness, sec *ibr.Section, b *cfg.Block, stack *[]int) (refs effect.RegSet, ok bool) {
 	if b.Exits != 0 || b.Table {
 		return 0, false
 	}
@@ -401,11 +465,44 @@ func spillBlock(lv *cfg.Liveness, b *cfg.Block) (refs effect.RegSet, ok bool) {
 			all |= kit.AddrRegs(e.Mem[k].Mem)
 		}
 		if all.Has(effect.RSP) {
-			return 0, false
+			if stack == nil || !stackOperand(sec.Asm(i), e) {
+				return 0, false
+			}
+			*stack = append(*stack, i)
 		}
-		refs |= all
+		refs |= all &^ (1 << effect.RSP)
 	}
 	return refs, true
+}
+
+// stackOperand reports whether instruction a (effect e) references rsp
+// only as the base of its explicit memory operand (a load, a store, lea):
+// no push, pop or other implicit stack access, no rsp as a register
+// operand or index.
+func stackOperand(a *x86asm.Inst, e *effect.Effect) bool {
+	if (e.Def | e.Partial).Has(effect.RSP) {
+		return false
+	}
+	for k := 0; k < e.NMem; k++ {
+		if e.Mem[k].Arg < 0 && kit.AddrRegs(e.Mem[k].Mem).Has(effect.RSP) {
+			return false // (implicit: a stack operation)
+		}
+	}
+	base := false
+	for _, arg := range a.Args {
+		switch v := arg.(type) {
+		case x86asm.Reg:
+			if v == x86asm.RSP || v == x86asm.ESP || v == x86asm.SP || v == x86asm.SPB {
+				return false
+			}
+		case x86asm.Mem:
+			if v.Index == x86asm.RSP || v.Index == x86asm.ESP {
+				return false
+			}
+			base = v.Base == x86asm.RSP && v.Segment == 0
+		}
+	}
+	return base
 }
 
 // stackSweepEdges returns the edges where the code of a sweep whose
