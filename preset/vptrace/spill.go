@@ -31,10 +31,10 @@ import (
 // displacement the output shifts by what the entry code lowered rsp by
 // (ibr.ShiftStack: the red zone and 8 bytes a register; a one-byte field
 // that cannot hold it becomes a four-byte one), so that it reaches the
-// same bytes: compilers
-// keep a register-starved loop's spilled variables in stack slots, often
-// in the red zone, which the loop reads and writes at every iteration
-// (zstd's match finders); one header (reducible), no block other code may enter
+// same bytes (compilers keep a register-starved loop's spilled variables
+// in stack slots, often in the red zone, which the loop reads and writes
+// at every iteration: zstd's match finders, lua's string functions); one
+// header (reducible), no block other code may enter
 // (External: a label taken, a landing pad), every entry and exit edge one
 // that takes code (kit.EdgeToOrTaken: also where a conditional jump is
 // taken along it, an early return or break), none shared with another
