@@ -33,6 +33,12 @@ func (s *Section) ShiftStack(i int, delta int32) error {
 	if !fitsDisp(4, disp+total) {
 		return fmt.Errorf("%s: stack operand %#x(%%rsp) shifted by %d does not fit 32 bits", s.Where(uint64(s.Insts[i].Off)), disp, total)
 	}
+	if total == 0 {
+		// (shifted back: the original bytes, not a widened field with
+		// nothing added, which StackShift would report)
+		delete(s.stackShift, i)
+		return nil
+	}
 	if s.stackShift == nil {
 		s.stackShift = make(map[int]int32)
 	}
@@ -55,11 +61,17 @@ func (s *Section) StackShift(i int) (delta int32, field int) {
 		return 0, 0
 	}
 	disp, _ := s.stackDisp(i) // (checked by ShiftStack)
+	return delta, s.shiftedField(i, disp+int64(delta))
+}
+
+// shiftedField returns the size of the displacement field instruction i
+// gets for the shifted displacement d: its own where d fits it, else 4.
+func (s *Section) shiftedField(i int, d int64) int {
 	size := int(s.Insts[i].Layout.DispSize)
-	if size == 0 || !fitsDisp(size, disp+int64(delta)) {
-		size = 4
+	if size == 0 || !fitsDisp(size, d) {
+		return 4
 	}
-	return delta, size
+	return size
 }
 
 // StackShifted returns the instructions ShiftStack shifted, in no
@@ -76,14 +88,15 @@ func (s *Section) StackShifted() []int {
 // displacement shifted as ShiftStack asked and the field as StackShift
 // says, appended to dst.
 func (s *Section) ShiftedBytes(dst []byte, i int) []byte {
-	delta, size := s.StackShift(i)
 	b := s.Bytes(i)
-	if delta == 0 {
+	delta, ok := s.stackShift[i]
+	if !ok {
 		return append(dst, b...)
 	}
 	l := &s.Insts[i].Layout
-	disp, _ := s.stackDisp(i)
+	disp, _ := s.stackDisp(i) // (checked by ShiftStack)
 	disp += int64(delta)
+	size := s.shiftedField(i, disp)
 	old, at := int(l.DispSize), int(l.DispOff)
 	if old == 0 {
 		at = int(l.SIBOff) + 1 // (where the field goes: after the SIB byte)

@@ -80,7 +80,7 @@ func TestShiftStack(t *testing.T) {
 				t.Errorf("%s by %d: refused", text, delta)
 				continue
 			}
-			// (a copy of the section's state: shift, check, shift back)
+			// (shift, check, shift back)
 			if err := s.ShiftStack(i, delta); err != nil {
 				t.Fatalf("%s: %v", text, err)
 			}
@@ -110,6 +110,10 @@ func TestShiftStack(t *testing.T) {
 			}
 			if err := s.ShiftStack(i, -delta); err != nil {
 				t.Fatal(err)
+			}
+			// shifted back: the original bytes, no field widened
+			if d, field := s.StackShift(i); d != 0 || field != 0 || string(s.ShiftedBytes(nil, i)) != string(s.Bytes(i)) {
+				t.Errorf("%s shifted by %d and back: shift %d, field %d, % x", text, delta, d, field, s.ShiftedBytes(nil, i))
 			}
 		}
 	}

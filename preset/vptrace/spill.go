@@ -192,7 +192,7 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 			return nil
 		}
 		regs, entries, exits, stack, ok := st.spillable(g, lv, l, used, reach)
-		if ok && len(stack) > 0 && !st.stackSafe(g, l, stackSites) {
+		if ok && len(stack) > 0 && !stackSafe(g, l, stackSites) {
 			ok = false
 		}
 		if ok {
@@ -415,7 +415,7 @@ func stackSites(sites []*site) []*site {
 // stackSafe reports whether no site of stackSites is in loop l: code
 // that computes from rsp, which a spill with shifted stack operands
 // would leave reading the lowered rsp.
-func (st *objState) stackSafe(g *cfg.Graph, l *loops.Loop, stackSites []*site) bool {
+func stackSafe(g *cfg.Graph, l *loops.Loop, stackSites []*site) bool {
 	for _, s := range stackSites {
 		if slices.Contains(l.Nodes, g.BlockOf(s.inst).Index) {
 			return false
