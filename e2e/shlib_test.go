@@ -341,7 +341,7 @@ func TestShlibValgrind(t *testing.T) {
 	supp := needFile(t, filepath.Join(b.rt, "vptrace.supp"), "the runtime's valgrind suppressions: make build")
 	c := shlibCase{name: "valgrind", inst: []string{"exe", "a", "b"}}
 	b.build(c)
-	args := append([]string{"-q", "--error-exitcode=1", "--suppressions=" + supp, filepath.Join(b.dir, "shlib")}, b.args(c)...)
+	args := append([]string{"-q", "--fair-sched=yes", "--error-exitcode=1", "--suppressions=" + supp, filepath.Join(b.dir, "shlib")}, b.args(c)...)
 	got := mustRun(t, spec{Dir: b.dir, Env: []string{"VPTRACE_OUT=" + filepath.Join(b.dir, "traces", "%p.vpt")},
 		CPU: 5 * time.Minute, Timeout: 10 * time.Minute}, vg, args...)
 	if got.Exit != 0 || valgrindMsg.Match(got.Stderr) {

@@ -46,7 +46,7 @@ func TestValgrind(t *testing.T) {
 			link(t, p.cc, origBin, orig)
 			link(t, p.cc, newBin, outs, linkRewritten()...)
 			args := func(bin string) []string {
-				return append(append([]string{"-q", "--error-exitcode=99", "--leak-check=no"}, runtimeSuppressions(t)...), append([]string{bin}, p.args...)...)
+				return append(append([]string{"-q", "--fair-sched=yes", "--error-exitcode=99", "--leak-check=no"}, runtimeSuppressions(t)...), append([]string{bin}, p.args...)...)
 			}
 			s := spec{Dir: dir, CPU: 2 * time.Minute, Timeout: 10 * time.Minute}
 			want := mustRun(t, s, vg, args(origBin)...)

@@ -301,6 +301,15 @@ func writeErr(tr *trace.Trace) string {
 	return fmt.Sprintf("write error (%v, errno %d)", syscall.Errno(tr.WriteErrno), tr.WriteErrno)
 }
 
+// lostStr describes an END flagged EndLost.
+func lostStr(e *trace.End) string {
+	when := "at exit"
+	if e.Flags&trace.EndExec != 0 {
+		when = "before its exec"
+	}
+	return fmt.Sprintf("the aggregator stopped answering %s (VPTRACE_EXIT_TIMEOUT_MS) holding %d events it had not written: they are missing", when, e.Lost)
+}
+
 // warnings lists what makes a trace incomplete or doubtful. A write error
 // is said instead of the missing end record it causes: the process was
 // not killed.
@@ -309,6 +318,8 @@ func warnings(tr *trace.Trace) []string {
 	switch {
 	case tr.WriteError:
 		ws = append(ws, fmt.Sprintf("incomplete trace: %s: the runtime could not write all of it, events are missing", writeErr(tr)))
+	case tr.End != nil && tr.End.Flags&trace.EndLost != 0:
+		ws = append(ws, "incomplete trace: "+lostStr(tr.End))
 	case tr.End == nil:
 		ws = append(ws, "incomplete trace: no end record (the process is still running, was killed, or its runtime could not finish the file): its last events may be missing")
 	}
@@ -482,6 +493,8 @@ func status(tr *trace.Trace) string {
 	switch {
 	case tr.WriteError:
 		parts = append(parts, fmt.Sprintf("INCOMPLETE: %s: the runtime could not write all of it", writeErr(tr)))
+	case tr.End != nil && tr.End.Flags&trace.EndLost != 0:
+		parts = append(parts, "INCOMPLETE: "+lostStr(tr.End))
 	case tr.End != nil && tr.End.Flags&trace.EndExec != 0:
 		parts = append(parts, fmt.Sprintf("complete up to its exec of %s (the new image writes another file)", tr.Exec))
 	case tr.End != nil && tr.End.Flags&trace.EndFallback != 0:

@@ -770,7 +770,7 @@ func (c *converter) runRow(path, status string, warnings []string) RunRow {
 	return RunRow{Path: path, PID: c.pid, PPID: int32(h.PPID), ForkChild: h.Flags&trace.HeaderForked != 0,
 		Program: h.Program, Exe: h.Exe, Cmdline: nonNil(h.Cmdline), Start: time.Unix(0, int64(h.StartUnix)).UTC(),
 		Duration: int64(d), Format: fmt.Sprintf("%d.%d", h.Major, h.Minor), IntervalMS: int32(h.IntervalMS),
-		ClockRes: int64(h.ClockRes), Complete: c.meta.End != nil && !c.meta.WriteError, Status: status,
+		ClockRes: int64(h.ClockRes), Complete: c.meta.End != nil && c.meta.End.Flags&trace.EndLost == 0 && !c.meta.WriteError, Status: status,
 		Warnings: nonNil(warnings), Exec: c.meta.Exec, Objects: int32(len(c.meta.Objects)), Threads: int32(len(c.threads)),
 		PageRows: c.nrows, Events: c.events, Drops: int64(drops), AllocEvents: int64(c.meta.AllocEvents),
 		AllocsLost: int64(c.meta.AllocsLost)}

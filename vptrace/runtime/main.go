@@ -23,6 +23,7 @@ import (
 	"sort"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"hijack/vptrace/abi"
@@ -82,6 +83,9 @@ type thread struct {
 	events uint64
 	pages  pageTable
 	from   uint64
+	// unwritten counts the events in pages (aggregated, not yet in an
+	// AGG chunk).
+	unwritten uint64
 	// nextCut is the first cut after from (cuts: see consumerState),
 	// valid while cutGen is the consumer's.
 	nextCut uint64
@@ -95,6 +99,12 @@ type consumerState struct {
 	out     fdWriter
 	tmp     []event
 	events  uint64 // aggregated, in total
+
+	// held counts the events taken from buffers and not yet in the file
+	// (aggregated, or encoded in w's buffer: inWriter of them); it is
+	// published in C.vpt_go_held after every change, for the runtime to
+	// say what is lost when this goroutine stops answering at exit.
+	held, inWriter uint64
 
 	// cuts are times at which a release of memory (rt_alloc.c) asked the
 	// aggregates to be cut, ascending: a thread's events on either side
@@ -185,6 +195,7 @@ type fdWriter struct{ fd int }
 // Write writes p whole; a failure is the runtime's write error (said once
 // on stderr and marked in the file by the C side, like its own).
 func (f *fdWriter) Write(p []byte) (int, error) {
+	waitUnfenced()
 	n := 0
 	for n < len(p) {
 		m, err := syscall.Write(f.fd, p[n:])
@@ -251,7 +262,7 @@ func consumer() {
 				}
 				s.w.End(end)
 			}
-			s.w.Flush()
+			s.flush()
 			if req != lastDone || final != 0 {
 				C.vpt_flush_done(C.uint64_t(req), boolInt(final != 0))
 				lastDone = req
@@ -259,9 +270,62 @@ func consumer() {
 			next = now + interval
 		}
 		if s.w.Buffered() > 0 {
-			s.w.Flush()
+			s.flush()
 		}
 	}
+}
+
+// flush writes w's buffer; the events it held are in the file then.
+func (s *consumerState) flush() {
+	if s.w.Flush() == nil {
+		s.held -= s.inWriter
+		s.inWriter = 0
+		s.publishHeld()
+	}
+}
+
+// hold adds n (two's complement: subtracts) to the events held and
+// publishes the count.
+func (s *consumerState) hold(n uint64) {
+	s.held += n
+	s.publishHeld()
+}
+
+func (s *consumerState) publishHeld() {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&C.vpt_go_held)), s.held)
+}
+
+// The runtime fences the consumer when it stopped answering at exit or
+// before an exec (rt_exit.c): the END is written, counting the events
+// held as lost, and nothing may be taken or written after it. A fenced
+// consumer waits: for the process to end, or for a failed exec to lift
+// the fence (what it holds then reaches the file after all).
+func fenced() bool {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&C.vpt_go_fenced))) != 0
+}
+
+func waitUnfenced() {
+	for fenced() {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// claim takes events [from, to) of a buffer by CAS on its claim word
+// (c, the value read): held counts them first and the fence is checked
+// after, so that the runtime, which sets the fence and then reads held,
+// either counts them or finds them unclaimed and writes them itself.
+func (s *consumerState) claim(claim *uint64, c, from, to uint64) bool {
+	s.hold(to - from)
+	if fenced() {
+		s.hold(-(to - from))
+		waitUnfenced()
+		return false
+	}
+	if atomic.CompareAndSwapUint64(claim, c, c&^0xffffffff|to) {
+		return true
+	}
+	s.hold(-(to - from))
+	return false
 }
 
 func boolInt(b bool) C.int {
@@ -290,7 +354,7 @@ func (s *consumerState) takeQueued(b *cbuf) {
 	for {
 		c := atomic.LoadUint64(claim)
 		from = c & 0x7fffffff
-		if from >= n || atomic.CompareAndSwapUint64(claim, c, c&^0xffffffff|n) {
+		if from >= n || s.claim(claim, c, from, n) {
 			break
 		}
 	}
@@ -346,7 +410,7 @@ func (s *consumerState) steal(b *cbuf) {
 		if k == from {
 			return
 		}
-		if atomic.CompareAndSwapUint64(claim, c, c&^0xffffffff|uint64(k)) {
+		if s.claim(claim, c, uint64(from), uint64(k)) {
 			th := s.thread(b)
 			th.drops = max(th.drops, uint64(b.drops))
 			s.aggregate(th, s.tmp)
@@ -415,6 +479,10 @@ func (s *consumerState) aggregate(th *thread, evs []event) {
 	}
 	th.events += uint64(n)
 	s.events += uint64(n)
+	th.unwritten += uint64(n)
+	if n < len(evs) {
+		s.hold(-uint64(len(evs) - n)) // (holes: claimed, not events)
+	}
 }
 
 // writeThread appends th's aggregates since the last write and resets them.
@@ -434,8 +502,10 @@ func (s *consumerState) writeThread(th *thread, now uint64) {
 	}
 	th.pages.reset()
 	th.from = now
+	s.inWriter += th.unwritten
+	th.unwritten = 0
 	if s.w.Buffered() > 8<<20 {
-		s.w.Flush()
+		s.flush()
 	}
 }
 

@@ -190,6 +190,12 @@ extern struct vpt_kinds *vpt_kinds[VPT_MAXOBJ];
 extern uint32_t vpt_nkinds;
 extern struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
 extern uint32_t vpt_nbufs;
+/* The Go consumer's unwritten events: taken from buffers and not yet in
+ * the file (it stores the count after every change). When it stops
+ * answering at exit or before an exec, the runtime fences it (its writes
+ * stop) and reports that count as lost (END flag LOST). */
+extern uint64_t vpt_go_held;
+extern uint32_t vpt_go_fenced;
 
 /* interface for the Go consumer (main.go) */
 extern int vpt_consumer_wait(int timeout_ms);     /* 1: work or request pending */
@@ -347,7 +353,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define CHUNK_MAGIC 0x43545056u /* "VPTC" */
 #define FILE_MAGIC "VPTRACE\n"
 #define FMT_MAJOR 1
-#define FMT_MINOR 5 /* (1.4: the Go aggregator writes AGGC in DEFLATE chunks; 1.5: ALLOCS records compact) */
+#define FMT_MINOR 6 /* (1.4: the Go aggregator writes AGGC in DEFLATE chunks; 1.5: ALLOCS records compact; 1.6: END's lost count) */
 
 static inline void put16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
@@ -408,7 +414,7 @@ extern HIDDEN void vrt_raw_chunk(uint64_t serial, uint32_t tid, uint32_t flags, 
 		      const struct vpt_event *ev, uint64_t n);
 extern HIDDEN void vrt_thread_exit_chunk(uint64_t serial, uint32_t tid, uint64_t texit, uint64_t events,
 			      uint64_t drops, const char *name);
-extern HIDDEN void vrt_end_chunk(uint32_t flags);
+extern HIDDEN void vrt_end_chunk(uint32_t flags, uint64_t lost);
 
 /* rt_objects.c */
 extern HIDDEN uint32_t vrt_reg_lock;
@@ -467,7 +473,7 @@ extern HIDDEN void vrt_slots_forget(const struct vpt_object *o);
 extern HIDDEN void vrt_key_dtor(void *arg);
 
 /* rt_exit.c */
-extern HIDDEN void vrt_flush_now(void);
+extern HIDDEN int vrt_flush_now(void);
 
 /* rt_blocks.c */
 void vpt_blocks_thread_c(uint64_t desc) HIDDEN;

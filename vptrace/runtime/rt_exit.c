@@ -53,6 +53,31 @@ static int on_consumer(void)
 	return LOAD(&vrt_consumer_tid) == sys_gettid();
 }
 
+/* The Go consumer did not answer in time at exit or before an exec: the
+ * process goes on without it. Fence it (a write of its that came later
+ * would land after the END; it checks the fence before each) and return
+ * the events it had taken and not written: the file misses them, the END
+ * says how many (flag LOST) and so does stderr. A consumer that was
+ * already inside a write when fenced may still land its chunk: the count
+ * then names events the file has (a loss said that was not one, never
+ * the reverse). */
+static uint64_t fence_consumer(const char *when)
+{
+	static char msg[4400], num[24], ms[24];
+	uint64_t lost;
+	STORE(&vpt_go_fenced, 1);
+	lost = LOAD(&vpt_go_held);
+	if (lost && LOAD(&vrt_trace_fd) >= 0) {
+		const char *m[] = {"vptrace: the aggregator did not answer within ", ms, " ms ", when, ": ",
+				   num, " events it held are missing from ", vrt_out_path,
+				   " (the trace says INCOMPLETE; VPTRACE_EXIT_TIMEOUT_MS sets the wait)\n", NULL};
+		vrt_utoa(lost, num);
+		vrt_utoa((uint64_t)vrt_cfg_exit_timeout_ms, ms);
+		vrt_say(msg, sizeof msg, m);
+	}
+	return lost;
+}
+
 static void finalize(void)
 {
 	struct vpt_thread *t = &vpt_t;
@@ -84,9 +109,10 @@ static void finalize(void)
 		/* the aggregator is not running (C only, or a short program
 		 * that ends before it started) or did not answer in time */
 		int timedout = LOAD(&vrt_mode) == MODE_GO && LOAD(&vrt_go_alive) == GO_RUNNING;
+		uint64_t lost = timedout ? fence_consumer("at exit") : 0;
 		vrt_c_steal_all(1);
 		if (LOAD(&vrt_trace_fd) >= 0) /* (a fork child with no events has no file) */
-			vrt_end_chunk(VPTRACE_END_CLEAN | (timedout ? VPTRACE_END_FALLBACK : 0));
+			vrt_end_chunk(VPTRACE_END_CLEAN | (timedout ? VPTRACE_END_FALLBACK : 0), lost);
 	}
 	STORE(&vrt_final_done, 1);
 	STORE(&vrt_mode, MODE_C);
@@ -104,13 +130,16 @@ __attribute__((destructor(101))) static void vpt_fini(void)
 /* Write what every thread recorded so far to the file and return when it
  * is there: through the Go consumer when it runs, else (a fork child, no
  * answer in time) by this thread, raw; and every thread's block counts.
- * With VTF_INBATCH clear. */
-HIDDEN void vrt_flush_now(void)
+ * With VTF_INBATCH clear. Returns 1 when the consumer was asked and did
+ * not answer in time (what it holds reaches the file when it goes on). */
+HIDDEN int vrt_flush_now(void)
 {
 	struct vpt_thread *t = &vpt_t;
-	int ok = 0;
-	if (LOAD(&vrt_mode) == MODE_GO && LOAD(&vrt_go_alive) == GO_RUNNING && !LOAD(&vrt_final_done) && !on_consumer())
+	int ok = 0, asked = 0;
+	if (LOAD(&vrt_mode) == MODE_GO && LOAD(&vrt_go_alive) == GO_RUNNING && !LOAD(&vrt_final_done) && !on_consumer()) {
+		asked = 1;
 		ok = go_request(0, vrt_cfg_exit_timeout_ms);
+	}
 	if (!ok) {
 		t->flags |= VTF_INBATCH;
 		vrt_c_steal_all(1);
@@ -119,6 +148,7 @@ HIDDEN void vrt_flush_now(void)
 	vrt_blocks_snapshot();
 	vrt_alloc_flush_all(0);
 	vrt_maps_check();
+	return asked && !ok;
 }
 
 /* ------------------------------------------------------------------ */
@@ -142,13 +172,15 @@ static int may_flush(void)
  * recorded nothing has no file and gets none. */
 int vpt_before_exec(const char *prog)
 {
+	uint64_t lost = 0;
 	if (!may_flush())
 		return 0;
-	vrt_flush_now();
+	if (vrt_flush_now())
+		lost = fence_consumer("before exec");
 	if (LOAD(&vrt_trace_fd) < 0)
 		return 0;
 	vrt_note_chunk(VPTRACE_NOTE_EXEC, sys_gettid(), 0, prog ? prog : "");
-	vrt_end_chunk(VPTRACE_END_EXEC);
+	vrt_end_chunk(VPTRACE_END_EXEC, lost);
 	return 1;
 }
 
@@ -156,6 +188,7 @@ int vpt_before_exec(const char *prog)
  * EXEC end before this note is void. */
 void vpt_exec_failed(int err)
 {
+	STORE(&vpt_go_fenced, 0); /* (fenced before it, if it did not answer: what it holds is not lost now) */
 	vrt_note_chunk(VPTRACE_NOTE_EXEC_FAILED, sys_gettid(), (uint64_t)err, "exec failed: tracing goes on in this file");
 }
 

@@ -49,6 +49,7 @@ HIDDEN void vrt_child_fixup(int from_atfork)
 	STORE(&vrt_flush_req, 0);
 	STORE(&vrt_flush_done_ctr, 0);
 	STORE(&vrt_go_alive, GO_LOCKED); /* no Go in a fork child */
+	STORE(&vpt_go_held, 0);           /* (the parent's consumer's) */
 	for (uint32_t i = 0; i < VPT_MAXOBJ; i++)
 		if (vpt_objdumped[i])
 			vpt_objdumped[i] = 0;

@@ -500,9 +500,9 @@ HIDDEN void vrt_thread_exit_chunk(uint64_t serial, uint32_t tid, uint64_t texit,
 	iov[1].iov_len = sizeof fix;
 	vrt_write_chunk(CH_THREAD_EXIT, iov, 2);
 }
-HIDDEN void vrt_end_chunk(uint32_t flags)
+HIDDEN void vrt_end_chunk(uint32_t flags, uint64_t lost)
 {
-	uint8_t fix[40];
+	uint8_t fix[48];
 	struct iovec iov[2];
 	uint32_t err = (uint32_t)LOAD(&vrt_write_errno);
 	zero_bytes(fix, sizeof fix);
@@ -510,8 +510,9 @@ HIDDEN void vrt_end_chunk(uint32_t flags)
 	put64(fix + 8, LOAD(&vrt_serial_ctr));
 	put64(fix + 16, 0);
 	put64(fix + 24, LOAD(&vrt_total_drops));
-	put32(fix + 32, flags | (err ? VPTRACE_END_WRITE_ERROR : 0));
+	put32(fix + 32, flags | (err ? VPTRACE_END_WRITE_ERROR : 0) | (lost ? VPTRACE_END_LOST : 0));
 	put32(fix + 36, err);
+	put64(fix + 40, lost);
 	iov[1].iov_base = fix;
 	iov[1].iov_len = sizeof fix;
 	vrt_write_chunk(CH_END, iov, 2);

@@ -89,6 +89,8 @@ HIDDEN uint32_t vpt_nkinds;
 HIDDEN uint32_t vrt_obj_kinds[VPT_MAXOBJ]; /* per vpt_objs slot: its vpt_kinds index + 1 */
 HIDDEN struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
 HIDDEN uint32_t vpt_nbufs;
+HIDDEN uint64_t vpt_go_held;
+HIDDEN uint32_t vpt_go_fenced;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through
  * this, and exec.c (the exec family and _exit). */

@@ -1005,10 +1005,17 @@ func TestValgrind(t *testing.T) {
 	}
 	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}, {"rep"}, {"forkthen", "exec"}} {
 		dir := t.TempDir()
-		args := append([]string{"--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+		// --fair-sched: valgrind runs one thread at a time, and its
+		// default lock lets a spinning thread take it again and again: the
+		// Go runtime's spins (a goroutine waiting for the GC's scan of
+		// it) then stalled the aggregator for minutes, one run in three
+		// (its exit flush timed out: events lost).
+		args := append([]string{"--fair-sched=yes", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
 			"--suppressions=vptrace.supp", "--suppressions=testdata/valgrind.supp", "--trace-children=yes", "-q", vtBin}, sc...)
 		cmd := exec.Command("valgrind", args...)
-		cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "v.vpt"))
+		// The exit wait is long: valgrind is slow, and this test is about
+		// memory errors and exact pages (the time out: TestExitTimeoutLost).
+		cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "v.vpt"), "VPTRACE_EXIT_TIMEOUT_MS=600000")
 		var se bytes.Buffer
 		cmd.Stderr = &se
 		cmd.Stdout = new(bytes.Buffer)
@@ -1018,6 +1025,67 @@ func TestValgrind(t *testing.T) {
 		}
 		tr := load(t, filepath.Join(dir, "v.vpt"))
 		compare(t, tr, expectations(t, cmd.Stdout.(*bytes.Buffer).String()))
+	}
+}
+
+// TestExitTimeoutLost runs programs whose aggregator cannot answer the exit
+// flush in time (VPTRACE_EXIT_TIMEOUT_MS=0; no interval write before it)
+// while it holds aggregated events: the END must say how many are missing
+// (flag LOST), stderr too, and they must be exactly what the file lacks:
+// every page's counts at most the program's own, and the file's events
+// plus the lost ones the program's total.
+func TestExitTimeoutLost(t *testing.T) {
+	env := []string{"VPTRACE_EXIT_TIMEOUT_MS=0", "VPTRACE_INTERVAL_MS=3600000"}
+	lostRuns := 0
+	for _, sc := range [][]string{{"basic", "2"}, {"basic", "3"}, {"churn", "200", "20"}} {
+		r := runVT(t, env, sc...)
+		if r.err != nil {
+			t.Fatalf("vt %v: %v\n%s", sc, r.err, r.stderr)
+		}
+		tr := load(t, r.trace)
+		want := expectations(t, r.stdout)
+		var wantTotal, got uint64
+		for tid, pages := range want {
+			th := tr.Thread(tid)
+			for page, e := range pages {
+				wantTotal += e.events
+				if th == nil || th.Pages[page] == nil {
+					continue
+				}
+				if p := th.Pages[page]; p.Events > e.events || p.Reads > e.reads || p.Writes > e.writes {
+					t.Errorf("vt %v: thread %d page %#x: %d/%d/%d, more than the program's %d/%d/%d",
+						sc, tid, page<<12, p.Events, p.Reads, p.Writes, e.events, e.reads, e.writes)
+				}
+			}
+		}
+		for _, th := range tr.Threads {
+			for _, p := range th.Pages {
+				got += p.Events
+			}
+		}
+		if tr.End == nil {
+			t.Fatalf("vt %v: no END", sc)
+		}
+		lost := tr.End.Lost
+		t.Logf("vt %v: %d events in the file, %d lost, %d recorded; END flags %#x", sc, got, lost, wantTotal, tr.End.Flags)
+		if got+lost != wantTotal {
+			t.Errorf("vt %v: %d events in the file + %d lost != %d recorded", sc, got, lost, wantTotal)
+		}
+		said := strings.Contains(r.stderr, "events it held are missing from "+r.trace)
+		if lost > 0 {
+			lostRuns++
+			if tr.End.Flags&(trace.EndLost|trace.EndFallback) != trace.EndLost|trace.EndFallback {
+				t.Errorf("vt %v: END flags %#x, want LOST and FALLBACK", sc, tr.End.Flags)
+			}
+			if !said || !strings.Contains(r.stderr, fmt.Sprintf(": %d events", lost)) {
+				t.Errorf("vt %v: stderr does not say %d events are missing:\n%s", sc, lost, r.stderr)
+			}
+		} else if said || tr.End.Flags&trace.EndLost != 0 {
+			t.Errorf("vt %v: a loss said (flags %#x) with none counted:\n%s", sc, tr.End.Flags, r.stderr)
+		}
+	}
+	if lostRuns == 0 {
+		t.Errorf("no run lost events: the aggregator answered within 0 ms every time (the test exercised nothing)")
 	}
 }
 

@@ -335,6 +335,7 @@ void vpt_blocks_thread(void);
 #define VPTRACE_END_FALLBACK 2u  /* the aggregator did not answer in time; events written raw */
 #define VPTRACE_END_EXEC     4u  /* written before an exec (1.1) */
 #define VPTRACE_END_WRITE_ERROR 8u /* some chunks could not be written; errno at offset 36 (1.1) */
+#define VPTRACE_END_LOST     16u /* the aggregator stopped answering holding events it never wrote: count at offset 40 (1.6) */
 
 /* STATUS flags (chunk 9, right after the HEADER, rewritten in place) */
 #define VPTRACE_STATUS_WRITE_ERROR 1u /* a write failed: chunks are missing */

@@ -454,6 +454,7 @@ func (x *End) AppendPayload(dst []byte) []byte {
 	e.u64(x.Drops)
 	e.u32(x.Flags)
 	e.u32(x.Errno)
+	e.u64(x.Lost)
 	return e.b
 }
 
@@ -463,6 +464,9 @@ func DecodeEnd(p []byte) (*End, error) {
 	x := &End{Time: d.u64(), Threads: d.u64(), Events: d.u64(), Drops: d.u64(), Flags: d.u32()}
 	if d.err == nil && d.off < len(p) {
 		x.Errno = d.u32() // (1.1)
+	}
+	if d.err == nil && d.off < len(p) {
+		x.Lost = d.u64() // (1.6)
 	}
 	return x, d.err
 }

@@ -25,7 +25,7 @@ const (
 	FileMagic  = "VPTRACE\n"
 	ChunkMagic = 0x43545056 // "VPTC" little-endian
 	Major      = 1
-	Minor      = 5
+	Minor      = 6
 	PageShift  = abi.PageShift
 	PageSize   = abi.PageSize
 
@@ -128,6 +128,10 @@ const (
 	// EndWriteError: some chunks could not be written (1.1); End.Errno
 	// is the first failed write's errno.
 	EndWriteError = 8
+	// EndLost: the aggregator stopped answering (at exit or before an
+	// exec) holding End.Lost events it had not written (1.6): the file
+	// misses them.
+	EndLost = 16
 )
 
 // Status flags.
@@ -314,6 +318,7 @@ type End struct {
 	Drops   uint64
 	Flags   uint32 // End*
 	Errno   uint32 // with EndWriteError: the first failed write's errno
+	Lost    uint64 // with EndLost: events missing from the file (1.6)
 }
 
 // Status is the file's write status: the runtime writes it right after the

@@ -28,7 +28,7 @@ rw_test() {
 		for t in $(rw_make_var . TESTS); do rw_record SKIP "valgrind/${t#tests/}"; done
 		return 0
 	fi
-	export VALGRIND_OPTS="--suppressions=$supp"
+	export VALGRIND_OPTS="--suppressions=$supp --fair-sched=yes"
 	find tests -name '*.trs' -delete
 	make -k check >"$RW_LOGDIR/make-check-valgrind.log" 2>&1 || true
 	rw_automake tests valgrind/
