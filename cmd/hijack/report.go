@@ -326,6 +326,9 @@ func warnings(tr *trace.Trace) []string {
 	if tr.Truncated {
 		ws = append(ws, fmt.Sprintf("the last %d bytes (an unfinished chunk) ignored", tr.Skipped))
 	}
+	if _, _, _, _, drops := tr.Totals(); drops > 0 {
+		ws = append(ws, fmt.Sprintf("%d events dropped (signal handlers that interrupted the runtime with the buffer full, or threads without a buffer; per thread in the drops column): pages may be missing, counts low", drops))
+	}
 	if tr.Damaged > 0 {
 		ws = append(ws, fmt.Sprintf("%d damaged region(s), %d bytes skipped", tr.Damaged, tr.Skipped))
 	}
