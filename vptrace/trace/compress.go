@@ -98,7 +98,7 @@ func DecodeDeflate(p []byte) (any, error) {
 
 // packer compresses chunk payloads for a Writer.
 type packer struct {
-	fw      *flate.Writer
+	fw      *flate.Writer // made at the first payload worth packing
 	buf     bytes.Buffer
 	times   []uint64
 	sites   []uint64
@@ -110,21 +110,24 @@ type packer struct {
 	tx, sx       dictIndex
 }
 
-func newPacker() (*packer, error) {
-	pk := &packer{}
-	fw, err := flate.NewWriter(&pk.buf, flate.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	pk.fw = fw
-	return pk, nil
-}
+// packMin is the smallest payload a packer compresses. A DEFLATE writer
+// costs 1.2 MB and 0.25 ms to make (its hash tables): a short traced
+// process (a test suite's hundreds) writes a few hundred bytes of
+// aggregates in all, and compressing those saves a few percent of them.
+const packMin = 1024
 
 // pack returns the payload of a DEFLATE chunk holding a chunk of type
 // typ, or nil when compression does not make it smaller.
 func (pk *packer) pack(typ ChunkType, payload []byte) []byte {
-	if len(payload) < 64 {
+	if len(payload) < packMin {
 		return nil
+	}
+	if pk.fw == nil {
+		fw, err := flate.NewWriter(&pk.buf, flate.BestSpeed)
+		if err != nil {
+			return nil
+		}
+		pk.fw = fw
 	}
 	pk.buf.Reset()
 	var h [packedFixed]byte

@@ -131,8 +131,17 @@ func TestCompress(t *testing.T) {
 			packed := writeAggs(t, aggs, o)
 			want, n0 := chunks(t, plain)
 			got, n1 := chunks(t, packed)
-			if n0 != 0 || n1 != 1+len(aggs) { // the object and the aggregates; not the short note and end
-				t.Errorf("packed chunks: plain %d, compressed %d (want %d)", n0, n1, 1+len(aggs))
+			// the object and the aggregates of packMin bytes or more;
+			// not the short ones, note and end
+			wantPacked, pk := 1, &packer{}
+			for _, a := range aggs {
+				SortAgg(a)
+				if len(pk.appendAggCols(nil, a, o.Kinds)) >= packMin {
+					wantPacked++
+				}
+			}
+			if n0 != 0 || n1 != wantPacked || wantPacked < len(aggs)/2 {
+				t.Errorf("packed chunks: plain %d, compressed %d (want %d of %d aggregates)", n0, n1, wantPacked-1, len(aggs))
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("compressed trace reads differently")
@@ -173,11 +182,11 @@ func TestCompressBad(t *testing.T) {
 		})
 	}
 	// wrong size field
-	pk, err := newPacker()
-	if err != nil {
-		t.Fatal(err)
+	pk := &packer{}
+	if p := pk.pack(ChunkNote, (&Note{Kind: NoteText, Text: string(bytes.Repeat([]byte("x"), packMin-40))}).AppendPayload(nil)); p != nil || pk.fw != nil {
+		t.Errorf("a payload under packMin packed (or the DEFLATE writer made for it)")
 	}
-	p := pk.pack(ChunkNote, (&Note{Kind: NoteText, Text: string(bytes.Repeat([]byte("x"), 200))}).AppendPayload(nil))
+	p := pk.pack(ChunkNote, (&Note{Kind: NoteText, Text: string(bytes.Repeat([]byte("x"), 2*packMin))}).AppendPayload(nil))
 	p[4]++
 	if _, err := DecodeDeflate(p); err == nil {
 		t.Errorf("a wrong size decoded")
@@ -187,7 +196,7 @@ func TestCompressBad(t *testing.T) {
 func FuzzAggCols(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	aggs, kinds := randomAggs(rng, false)
-	pk, _ := newPacker()
+	pk := &packer{}
 	f.Add(pk.appendAggCols(nil, aggs[1], func(s uint64) Kind { return kinds[s] }))
 	f.Add(pk.appendAggCols(nil, &Agg{Pages: []PageAgg{{Page: 1, Events: 1, Sites: []SiteCount{{1, 1}}}}}, nil))
 	f.Fuzz(func(t *testing.T, p []byte) {

@@ -1,9 +1,6 @@
 package trace
 
-import (
-	"fmt"
-	"io"
-)
+import "io"
 
 // MaxAggPages is the most pages Writer puts in one Agg chunk; larger
 // aggregates are split.
@@ -47,11 +44,7 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 func NewWriterOptions(w io.Writer, o WriterOptions) (*Writer, error) {
 	wr := &Writer{w: w, opts: o}
 	if o.Compress {
-		pk, err := newPacker()
-		if err != nil {
-			return nil, fmt.Errorf("trace writer: %w", err)
-		}
-		wr.pk = pk
+		wr.pk = &packer{}
 	}
 	return wr, nil
 }
