@@ -335,6 +335,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define W_MAXOBJ 16u
 #define W_BLOCKS 32u
 #define W_WAIT 128u
+#define W_FLUSH 256u
 
 /* chunks (rt_output.c) */
 #define CH_HEADER 1

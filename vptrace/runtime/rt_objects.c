@@ -354,7 +354,12 @@ int vptrace_flush(void)
 		vrt_child_fixup(0);
 		t->flags &= ~VTF_INBATCH;
 	}
-	vrt_flush_now();
+	if (vrt_flush_now()) {
+		vrt_warn_once(W_FLUSH, (uint64_t)vrt_cfg_exit_timeout_ms,
+			      "vptrace_flush: the aggregator did not answer within VPTRACE_EXIT_TIMEOUT_MS; "
+			      "what it held reaches the file later");
+		return 1;
+	}
 	return 0;
 }
 

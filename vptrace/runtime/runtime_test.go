@@ -1037,10 +1037,13 @@ func TestValgrind(t *testing.T) {
 func TestExitTimeoutLost(t *testing.T) {
 	env := []string{"VPTRACE_EXIT_TIMEOUT_MS=0", "VPTRACE_INTERVAL_MS=3600000"}
 	lostRuns := 0
-	for _, sc := range [][]string{{"basic", "2"}, {"basic", "3"}, {"churn", "200", "20"}} {
+	for _, sc := range [][]string{{"basic", "2"}, {"basic", "3"}, {"churn", "200", "20"}, {"flushwait"}} {
 		r := runVT(t, env, sc...)
 		if r.err != nil {
 			t.Fatalf("vt %v: %v\n%s", sc, r.err, r.stderr)
+		}
+		if sc[0] == "flushwait" && !strings.Contains(r.stdout, "F 1\n") {
+			t.Errorf("vptrace_flush did not say that the aggregator did not answer:\n%s", r.stdout)
 		}
 		tr := load(t, r.trace)
 		want := expectations(t, r.stdout)
@@ -1066,6 +1069,11 @@ func TestExitTimeoutLost(t *testing.T) {
 		if tr.End == nil {
 			t.Fatalf("vt %v: no END", sc)
 		}
+		if sc[0] == "flushwait" && !slices.ContainsFunc(tr.Notes, func(n *trace.Note) bool {
+			return n.Kind == trace.NoteWarning && strings.HasPrefix(n.Text, "vptrace_flush: the aggregator did not answer")
+		}) {
+			t.Errorf("vt %v: no warning note of the late flush", sc)
+		}
 		lost := tr.End.Lost
 		t.Logf("vt %v: %d events in the file, %d lost, %d recorded; END flags %#x", sc, got, lost, wantTotal, tr.End.Flags)
 		if got+lost != wantTotal {
@@ -1087,6 +1095,12 @@ func TestExitTimeoutLost(t *testing.T) {
 	if lostRuns == 0 {
 		t.Errorf("no run lost events: the aggregator answered within 0 ms every time (the test exercised nothing)")
 	}
+	// given the time, the flush is answered (0) and nothing is lost
+	r := runVT(t, nil, "flushwait")
+	if r.err != nil || !strings.Contains(r.stdout, "F 0\n") {
+		t.Fatalf("flushwait: %v, stdout %q\n%s", r.err, r.stdout, r.stderr)
+	}
+	compare(t, load(t, r.trace), expectations(t, r.stdout))
 }
 
 func tailStr(s string, n int) string {

@@ -56,7 +56,9 @@
  *   VPTRACE_RAW=1           never aggregate: threads write raw events (large
  *                           files; for debugging and cross-checking).
  *   VPTRACE_EXIT_TIMEOUT_MS=N  how long exit and vptrace_flush wait for the
- *                           aggregator before writing raw events (5000).
+ *                           aggregator before writing raw events (5000); what
+ *                           it held then is missing at exit (END flag LOST,
+ *                           said on stderr) and late after vptrace_flush (1).
  *   VPTRACE_COMPRESS=0      write the aggregates as AGG chunks, not compressed
  *                           (AGGC in DEFLATE chunks, format 1.4: readers
  *                           before 1.4 see no aggregated events in those),
@@ -143,7 +145,11 @@ void vptrace_stop(void);
 /* Nonzero while recording. */
 int vptrace_active(void);
 /* Write everything every thread recorded so far to the trace file; returns
- * when it is there (0), or -1 when tracing is off. Not async-signal-safe. */
+ * when it is there (0), or -1 when tracing is off. 1: the aggregator did
+ * not answer within VPTRACE_EXIT_TIMEOUT_MS: the events in the threads'
+ * buffers are in the file, those it had taken reach it when it goes on
+ * (or, if the process ends first, the END counts them as lost). Not
+ * async-signal-safe. */
 int vptrace_flush(void);
 /* Add a note (a phase marker) with the current time to the trace. */
 void vptrace_note(const char *text);

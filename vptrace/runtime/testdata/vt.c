@@ -858,6 +858,20 @@ static int startstopped(void)
 	return 0;
 }
 
+/* ---- flushwait: vptrace_flush's result between two bursts of hand-offs ---- */
+
+static int flushwait(void)
+{
+	char *b = pages(6000);
+	for (int i = 0; i < 6000; i++)
+		R(b + (size_t)i * 4096);
+	printf("F %d\n", vptrace_flush());
+	for (int i = 0; i < 6000; i++)
+		W(b + (size_t)i * 4096 + 8);
+	dump();
+	return 0;
+}
+
 /* ---- crash: SIGKILL after a flush and a streaming interval ---- */
 
 static int crash(void)
@@ -1468,6 +1482,8 @@ int main(int argc, char **argv)
 		return startstopped();
 	if (!strcmp(s, "crash"))
 		return crash();
+	if (!strcmp(s, "flushwait"))
+		return flushwait();
 	if (!strcmp(s, "quickexit"))
 		return quickexit();
 	if (!strcmp(s, "exec"))
