@@ -1079,6 +1079,9 @@ func TestExitTimeoutLost(t *testing.T) {
 		if got+lost != wantTotal {
 			t.Errorf("vt %v: %d events in the file + %d lost != %d recorded", sc, got, lost, wantTotal)
 		}
+		if strings.Contains(r.stderr, "under valgrind") {
+			t.Errorf("vt %v: the runtime thinks it runs under valgrind:\n%s", sc, r.stderr)
+		}
 		said := strings.Contains(r.stderr, "events it held are missing from "+r.trace)
 		if lost > 0 {
 			lostRuns++
@@ -1101,6 +1104,34 @@ func TestExitTimeoutLost(t *testing.T) {
 		t.Fatalf("flushwait: %v, stdout %q\n%s", r.err, r.stdout, r.stderr)
 	}
 	compare(t, load(t, r.trace), expectations(t, r.stdout))
+}
+
+// TestValgrindHint: under valgrind, the message of an exit flush that timed
+// out says to pass --fair-sched=yes (valgrind's RUNNING_ON_VALGRIND
+// request; TestExitTimeoutLost checks that it is not said natively).
+func TestValgrindHint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	needVT(t)
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("no valgrind")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("valgrind", "-q", "--fair-sched=yes", "--suppressions=vptrace.supp",
+		"--suppressions=testdata/valgrind.supp", vtBin, "basic", "2")
+	cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "v.vpt"), "VPTRACE_EXIT_TIMEOUT_MS=0", "VPTRACE_INTERVAL_MS=3600000")
+	var se bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &se, new(bytes.Buffer)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("valgrind vt basic 2: %v\n%s", err, tailStr(se.String(), 4000))
+	}
+	if tr := load(t, filepath.Join(dir, "v.vpt")); tr.End == nil || tr.End.Lost == 0 {
+		t.Skipf("the aggregator held nothing at exit (END %+v): no message to check", tr.End)
+	}
+	if !strings.Contains(se.String(), "events it held are missing") || !strings.Contains(se.String(), "under valgrind, run with --fair-sched=yes") {
+		t.Errorf("stderr lacks the valgrind hint:\n%s", se.String())
+	}
 }
 
 func tailStr(s string, n int) string {
