@@ -1037,7 +1037,14 @@ func TestValgrind(t *testing.T) {
 func TestExitTimeoutLost(t *testing.T) {
 	env := []string{"VPTRACE_EXIT_TIMEOUT_MS=0", "VPTRACE_INTERVAL_MS=3600000"}
 	lostRuns := 0
-	for _, sc := range [][]string{{"basic", "2"}, {"basic", "3"}, {"churn", "200", "20"}, {"flushwait"}} {
+	scenarios := [][]string{{"basic", "2"}, {"basic", "3"}, {"churn", "200", "20"}, {"flushwait"}}
+	for i := 0; i < len(scenarios); i++ {
+		sc := scenarios[i]
+		if i == len(scenarios)-1 && lostRuns == 0 && len(scenarios) < 10 {
+			// on a loaded machine the aggregator may not have taken
+			// anything by the exit: run a threaded one again
+			scenarios = append(scenarios, []string{"basic", "2"})
+		}
 		r := runVT(t, env, sc...)
 		if r.err != nil {
 			t.Fatalf("vt %v: %v\n%s", sc, r.err, r.stderr)
@@ -1096,7 +1103,7 @@ func TestExitTimeoutLost(t *testing.T) {
 		}
 	}
 	if lostRuns == 0 {
-		t.Errorf("no run lost events: the aggregator answered within 0 ms every time (the test exercised nothing)")
+		t.Errorf("no run of %d lost events: the aggregator held nothing at exit every time (the test exercised nothing)", len(scenarios))
 	}
 	// given the time, the flush is answered (0) and nothing is lost
 	r := runVT(t, nil, "flushwait")
