@@ -399,13 +399,19 @@ func (st *objState) spillable(g *cfg.Graph, lv *cfg.Liveness, l *loops.Loop, use
 	return regs, entries, exits, stack, true
 }
 
-// stackSites returns the sites whose inserted code computes from rsp: an
-// rsp-based address (usestack), a sweep's pointer reloaded from its stack
-// slot (site.reload).
+// computesFromStack reports whether s's inserted code computes from rsp:
+// an rsp-based address (usestack), a sweep's pointer reloaded from its
+// stack slot (site.reload).
+func (s *site) computesFromStack() bool {
+	return kit.AddrRegs(s.acc.Mem).Has(effect.RSP) || s.reload != nil
+}
+
+// stackSites returns the sites whose inserted code computes from rsp
+// (computesFromStack).
 func stackSites(sites []*site) []*site {
 	var out []*site
 	for _, s := range sites {
-		if kit.AddrRegs(s.acc.Mem).Has(effect.RSP) || s.reload != nil {
+		if s.computesFromStack() {
 			out = append(out, s)
 		}
 	}
@@ -516,7 +522,7 @@ func stackOperand(a *x86asm.Inst, e *effect.Effect) bool {
 func stackSweepEdges(sweeps []*sweep) map[kit.Edge]bool {
 	m := make(map[kit.Edge]bool)
 	for _, sw := range sweeps {
-		if sw == nil || !kit.AddrRegs(sw.site.acc.Mem).Has(effect.RSP) && sw.site.reload == nil {
+		if sw == nil || !sw.site.computesFromStack() {
 			continue
 		}
 		for _, e := range sw.entries {
