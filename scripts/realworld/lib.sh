@@ -83,7 +83,7 @@ EOF
 }
 
 # rw_snapshot_tools: copies $HIJACK and the runtime next to it
-# (libvptrace.so, libvptrace.a, vptrace.h, vptrace.supp: others may rebuild
+# (libvptrace.so, libvptrace-go.so, libvptrace.a, vptrace.h, vptrace.supp: others may rebuild
 # them while the suite runs) into $RW_CACHE/tools/HASH and sets RW_TOOLS and
 # RW_TOOLS_HASH. hijack cc finds the runtime next to the binary.
 rw_snapshot_tools() {
@@ -96,7 +96,7 @@ rw_snapshot_tools() {
 	mkdir -p "$RW_CACHE"
 	tmp=$(mktemp -d "$RW_CACHE/tools.XXXXXX")
 	cp "$h" "$tmp/hijack"
-	for f in libvptrace.so libvptrace.a vptrace.h vptrace.supp; do
+	for f in libvptrace.so libvptrace-go.so libvptrace.a vptrace.h vptrace.supp; do
 		[ ! -f "$rtdir/$f" ] || cp "$rtdir/$f" "$tmp/"
 	done
 	"$tmp/hijack" --version >/dev/null 2>&1 || {

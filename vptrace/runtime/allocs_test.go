@@ -271,18 +271,21 @@ func hexArg(t *testing.T, s string) uint64 {
 	return v
 }
 
-// libvptraceText is the runtime's executable mapping, from the first MAPS
-// chunk (zero when the runtime is linked into the program).
-func libvptraceText(c *chunks) [2]uint64 {
-	if len(c.maps) == 0 {
-		return [2]uint64{}
-	}
-	for _, m := range c.maps[0].Maps {
-		if strings.HasSuffix(m.Path, "/libvptrace.so") && m.Prot&trace.ProtExec != 0 {
-			return [2]uint64{m.Start, m.End}
+// runtimeText is the runtime's executable mappings, from every MAPS chunk:
+// libvptrace.so's and its Go half's, libvptrace-go.so, loaded when the
+// process first needs an aggregator (none when the runtime is linked into
+// the program).
+func runtimeText(c *chunks) [][2]uint64 {
+	var text [][2]uint64
+	for _, ms := range c.maps {
+		for _, m := range ms.Maps {
+			if (strings.HasSuffix(m.Path, "/libvptrace.so") || strings.HasSuffix(m.Path, "/libvptrace-go.so")) &&
+				m.Prot&trace.ProtExec != 0 && !slices.Contains(text, [2]uint64{m.Start, m.End}) {
+				text = append(text, [2]uint64{m.Start, m.End})
+			}
 		}
 	}
-	return [2]uint64{}
+	return text
 }
 
 // checkAllocs compares the expected events with the trace's: each in
@@ -309,7 +312,7 @@ func checkAllocs(t *testing.T, c *chunks, syms *symbols, exp []expected, tids ma
 			report("event %d %s at %#x (site %#x) on thread %d, not the program's", e.Seq, e.Kind, e.Addr, e.Site, e.tid)
 		}
 	}
-	rt := libvptraceText(c)
+	rt := runtimeText(c)
 	matched := map[uint64]bool{}
 	next := map[uint32]int{}
 	for _, x := range exp {
@@ -347,8 +350,10 @@ func checkAllocs(t *testing.T, c *chunks, syms *symbols, exp []expected, tids ma
 		}) {
 			report("unexpected event %d on thread %d: %s at %#x size %d old %#x, site %#x in the program", e.Seq, e.tid, e.Kind, e.Addr, e.Size, e.Old, e.Site)
 		}
-		if e.Site >= rt[0] && e.Site < rt[1] {
-			report("event %d %s at %#x: site %#x in libvptrace.so", e.Seq, e.Kind, e.Addr, e.Site)
+		for _, r := range rt {
+			if e.Site >= r[0] && e.Site < r[1] {
+				report("event %d %s at %#x: site %#x in the runtime's code", e.Seq, e.Kind, e.Addr, e.Site)
+			}
 		}
 	}
 	if errs > 20 {

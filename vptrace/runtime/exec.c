@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * exec.c: the runtime's exec family and _exit (see vptrace.h, "Exec").
  *

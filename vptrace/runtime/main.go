@@ -2,7 +2,10 @@
 //
 //	go build -buildmode=c-archive -o bin/libvptrace.a ./vptrace/runtime
 //
-// (build.sh does that and installs bin/vptrace.h). Instrumented code calls
+// and as two shared libraries: the C half alone (libvptrace.so) and, with
+// -tags vptgohalf, this Go half without the C files (libvptrace-go.so,
+// which the C half loads when a process first needs it: rt_gohalf.c).
+// build.sh builds all three and installs bin/vptrace.h. Instrumented code calls
 // the assembly stubs (stubs.S), which append events to per-thread buffers;
 // the C code (rt_*.c) hands full buffers to this Go code through a lock-free
 // queue. Application threads never call Go. One goroutine (the consumer)
@@ -13,6 +16,7 @@ package main
 
 /*
 #cgo CFLAGS: -O2 -Wall -fno-strict-aliasing -fno-omit-frame-pointer
+#cgo vptgohalf CFLAGS: -DVPT_GOHALF
 #include "rt.h"
 */
 import "C"

@@ -221,6 +221,21 @@ extern void vpt_write_failed(int err);             /* a write to the trace faile
 extern int vpt_write_errno(void);                  /* the first failed write's errno, or 0 */
 /* the times releases asked the aggregates to be cut at (rt_alloc.c) since *tail */
 extern uint32_t vpt_cuts_take(uint64_t *tail, uint64_t *out, uint32_t max);
+/* The Go half (libvptrace-go.so, VPT_SPLIT below), from its constructor
+ * before the Go runtime's: its ELF header, whose executable segment is the
+ * runtime's code too (allocations made from there are not the program's). */
+extern void vpt_go_half_loaded(const void *ehdr);
+
+/* VPT_GOAPI marks the C half's state that the Go half reads: hidden where
+ * both are one link (libvptrace.a), exported by libvptrace.so when the Go
+ * half is a library of its own (build.sh builds the C half alone with
+ * -DVPT_SPLIT, the Go half with -tags vptgohalf: main.go's cgo flags
+ * define VPT_GOHALF). */
+#if defined(VPT_SPLIT) || defined(VPT_GOHALF)
+#define VPT_GOAPI __attribute__((visibility("default")))
+#else
+#define VPT_GOAPI __attribute__((visibility("hidden")))
+#endif
 
 /* for exec.c (the exec family, _exit) */
 #define VPT_HIDDEN __attribute__((visibility("hidden")))
@@ -230,7 +245,7 @@ extern VPT_HIDDEN void vpt_before_exit(void);
 extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
 /* crc32c of p[0:n] continuing from crc, like Go's crc32.Update (rt_output.c;
  * the Go writer's chunks use it too) */
-extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
+extern VPT_GOAPI uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
 
 #ifdef VPT_RT_C
 /* ---- shared by the runtime's C files (rt_*.c; rt_state.c says how they
@@ -336,6 +351,13 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define W_BLOCKS 32u
 #define W_WAIT 128u
 #define W_FLUSH 256u
+#define W_GOLOAD 512u
+
+#ifdef VPT_SPLIT
+/* the Go half of libvptrace.so (rt_gohalf.c) */
+extern HIDDEN void vrt_go_load(void);           /* load it now (once) */
+extern HIDDEN void vrt_go_tick(int interval_end); /* the clock thread: load it when needed */
+#endif
 
 /* chunks (rt_output.c) */
 #define CH_HEADER 1
@@ -397,6 +419,7 @@ extern HIDDEN uint64_t vrt_total_drops;
 extern HIDDEN uint32_t vrt_warned;
 extern HIDDEN uint64_t vrt_free_head;
 extern HIDDEN uint32_t vrt_queue_head;
+extern HIDDEN uint64_t vrt_handed_events;
 extern HIDDEN uint32_t vrt_nqueued;
 extern HIDDEN uint32_t vrt_taken_seq, vrt_backlog_waiters, vrt_backlog_stuck;
 extern HIDDEN uint32_t vrt_wake_seq, vrt_consumer_sleeping;

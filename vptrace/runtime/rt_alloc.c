@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_alloc.c: allocation tracking: the runtime's malloc family, C++
  * operators new and delete, mmap, munmap, mremap, strdup and strndup
@@ -286,38 +288,63 @@ static void *fallback_of(int i)
 	return NULL; /* (posix_memalign, reallocarray, strdup, strndup: done here on the others; C++: see below) */
 }
 
-/* The runtime's own code: its executable segment in libvptrace.so; in a
+/* The runtime's own code: its executable segment in libvptrace.so and
+ * that of its Go half, libvptrace-go.so (rt_gohalf.c), once loaded; in a
  * program linked with libvptrace.a, where it shares the executable's, the
  * Go runtime's cgo helpers that allocate (see is_runtime). */
-static uint64_t rt_lo, rt_hi;
+static uint64_t rt_lo, rt_hi, go_lo, go_hi;
 static int rt_archive;
 extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
-static void runtime_text(void)
+/* The executable segments' span of the object whose ELF header is eh,
+ * mapped: [*lo, *hi), empty when it has none. */
+static void text_span(const ElfW(Ehdr) *eh, uint64_t *lo, uint64_t *hi)
 {
-	const ElfW(Ehdr) *eh = &__ehdr_start;
 	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(const void *)((const char *)eh + eh->e_phoff);
-	uint64_t base = 0, lo = ~0ull, hi = 0;
-	if ((uint64_t)(uintptr_t)ph == getauxval(AT_PHDR)) {
-		STORE(&rt_archive, 1); /* linked into the executable */
-		return;
-	}
+	uint64_t base = 0;
+	*lo = ~0ull;
+	*hi = 0;
 	for (int i = 0; i < eh->e_phnum; i++)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
 			base = (uint64_t)(uintptr_t)eh - ph[i].p_vaddr;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
 			continue;
-		if (base + ph[i].p_vaddr < lo)
-			lo = base + ph[i].p_vaddr;
-		if (base + ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = base + ph[i].p_vaddr + ph[i].p_memsz;
+		if (base + ph[i].p_vaddr < *lo)
+			*lo = base + ph[i].p_vaddr;
+		if (base + ph[i].p_vaddr + ph[i].p_memsz > *hi)
+			*hi = base + ph[i].p_vaddr + ph[i].p_memsz;
 	}
+}
+
+static void runtime_text(void)
+{
+	const ElfW(Ehdr) *eh = &__ehdr_start;
+	uint64_t lo, hi;
+	if ((uint64_t)(uintptr_t)((const char *)eh + eh->e_phoff) == getauxval(AT_PHDR)) {
+		STORE(&rt_archive, 1); /* linked into the executable */
+		return;
+	}
+	text_span(eh, &lo, &hi);
 	if (lo < hi) {
 		STORE(&rt_lo, lo);
 		STORE(&rt_hi, hi);
 	}
 }
+
+#ifdef VPT_SPLIT
+/* From the Go half's constructor, before the Go runtime's starts its first
+ * thread (whose allocations are then known to be the runtime's). */
+void vpt_go_half_loaded(const void *ehdr)
+{
+	uint64_t lo, hi;
+	text_span(ehdr, &lo, &hi);
+	if (lo < hi) {
+		STORE(&go_hi, hi); /* (is_runtime reads go_lo first) */
+		STORE(&go_lo, lo);
+	}
+}
+#endif
 
 /* The Go runtime's C helpers (runtime/cgo) that call the allocator: a
  * thread's first allocator call is one of theirs when it is a Go thread
@@ -348,7 +375,8 @@ static int near_cgo(uint64_t ra)
 
 static inline int is_runtime(uint64_t ra)
 {
-	if (ra - rt_lo < rt_hi - rt_lo)
+	uint64_t glo = LOAD(&go_lo); /* (stored after go_hi: set, go_hi is) */
+	if (ra - rt_lo < rt_hi - rt_lo || (glo && ra - glo < LOAD(&go_hi) - glo))
 		return 1;
 	return rt_archive && near_cgo(ra);
 }
@@ -1819,29 +1847,22 @@ static int probe(void)
 	return hit;
 }
 
+#ifndef VPT_SPLIT
 /* the dynamic loader's executable segment, from its ELF header at
  * AT_BASE; 0 when there is none (a static program) */
 static int loader_text(void)
 {
-	uint64_t base = getauxval(AT_BASE), lo = ~0ull, hi = 0;
+	uint64_t base = getauxval(AT_BASE), lo, hi;
 	if (!base)
 		return 0;
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(uintptr_t)base;
-	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(uintptr_t)(base + eh->e_phoff);
-	for (int i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
-			continue;
-		if (base + ph[i].p_vaddr < lo)
-			lo = base + ph[i].p_vaddr;
-		if (base + ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = base + ph[i].p_vaddr + ph[i].p_memsz;
-	}
+	text_span((const ElfW(Ehdr) *)(uintptr_t)base, &lo, &hi);
 	if (lo >= hi)
 		return 0;
 	ld_lo = lo;
 	ld_hi = hi;
 	return 1;
 }
+#endif
 
 static int env_off(const char *name)
 {
@@ -1884,11 +1905,15 @@ __attribute__((constructor(101))) static void alloc_init(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 	a->depth--;
 	STORE(&aready, 1);
-	/* In libvptrace.so the Go runtime's constructor runs next (the
-	 * .init_array after this one's priority): it creates the Go runtime's
+	/* In a libvptrace.so with its Go half linked in (not VPT_SPLIT, whose
+	 * Go half is loaded later, by a runtime thread) the Go runtime's
+	 * constructor runs next (the .init_array after this one's priority):
+	 * it creates the Go runtime's
 	 * first thread, and the dynamic loader allocates that thread's TLS
 	 * vector (calloc, from ld.so) on this thread. The main thread's next
 	 * allocator call, if it comes from the loader, is that one. */
+#ifndef VPT_SPLIT
 	if (!rt_archive && !LOAD(&aoff) && loader_text())
 		a->flags |= AT_GODTV;
+#endif
 }

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_blocks.c: the block counts of objects of the blockcount preset
  * (ABI.md "blockcount"; the vptrace runtime's C half: rt_state.c, rt.h).

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_buffers.c: event buffers: the pool, the queue to the Go consumer, raw writes and steals
  * (the vptrace runtime's C half: rt_state.c, rt.h).
@@ -164,6 +166,7 @@ HIDDEN void vrt_queue_push(struct vpt_buf *b)
 		STORE(&b->next, old);
 	} while (!CAS(&vrt_queue_head, &old, b->index + 1));
 	q = FADD(&vrt_nqueued, 1) + 1;
+	FADD(&vrt_handed_events, b->n);
 	if (q == WAKE_AT || (q > WAKE_AT && q % WAKE_AT == 0) || (b->flags & VBF_EXIT))
 		vrt_wake_consumer();
 }

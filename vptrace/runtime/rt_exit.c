@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_exit.c: flush, exit, exec and _exit
  * (the vptrace runtime's C half: rt_state.c, rt.h).

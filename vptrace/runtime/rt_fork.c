@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_fork.c: fork: the child's state and its own trace file
  * (the vptrace runtime's C half: rt_state.c, rt.h).

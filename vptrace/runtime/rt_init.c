@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_init.c: initialisation: configuration, the trace file, the clock thread
  * (the vptrace runtime's C half: rt_state.c, rt.h).
@@ -5,6 +7,8 @@
 #define _GNU_SOURCE
 #define VPT_RT_C
 #include "rt.h"
+
+#include <link.h>
 
 /* ------------------------------------------------------------------ */
 /* initialisation                                                      */
@@ -471,6 +475,27 @@ static void read_config(void)
 
 static void *clock_main(void *arg);
 
+/* The static TLS of the objects loaded so far: the sum of their PT_TLS
+ * segments, each rounded to its alignment (an estimate of glibc's static
+ * TLS block, which it puts in every thread's stack). */
+static int add_tls(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_TLS)
+			*(size_t *)data += ph->p_memsz + (ph->p_align ? ph->p_align : 1);
+	}
+	return 0;
+}
+
+static size_t static_tls_size(void)
+{
+	size_t n = 4096; /* (and the TCB, the surplus glibc reserves) */
+	dl_iterate_phdr(add_tls, &n);
+	return (n + 4095) & ~(size_t)4095;
+}
+
 /* Parts of the initialisation that are not async-signal-safe: run from
  * normal contexts (vpt_register, the C API, the Go consumer, fork child). */
 HIDDEN void vrt_late_init(void)
@@ -489,16 +514,29 @@ HIDDEN void vrt_late_init(void)
 		pthread_t th;
 		pthread_attr_t a;
 		sigset_t all, old;
+		int err;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&a, 64 * 1024);
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		if (pthread_create(&th, &a, clock_main, NULL) == 0)
+		err = pthread_create(&th, &a, clock_main, NULL);
+		if (err == EINVAL) {
+			/* glibc puts the static TLS in the thread's stack: a
+			 * program with more than 64 KB of it (instrumented
+			 * objects' slot arrays: 260 KB in zstd) needs more */
+			pthread_attr_setstacksize(&a, 64 * 1024 + static_tls_size());
+			err = pthread_create(&th, &a, clock_main, NULL);
+		}
+		if (err == 0)
 			STORE(&vrt_clock_pid, (uint32_t)pid);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 	}
+#ifdef VPT_SPLIT
+	if (LOAD(&vrt_clock_pid) != (uint32_t)pid)
+		vrt_go_load(); /* no clock thread to load it when needed */
+#endif
 	vrt_alloc_leave();
 }
 
@@ -566,11 +604,18 @@ static void *clock_main(void *arg)
 		sc3(SYS_nanosleep, &ts, 0, 0);
 		if (LOAD(&vpt_pid) != pid)
 			return NULL; /* (never: a fork child has no copy of this thread) */
+		int interval_end = 0;
 		vrt_clock_bump();
 		if (LOAD(&vpt_hot.clock) >= next) {
 			vrt_epoch_bump();
 			next = LOAD(&vpt_hot.clock) + interval;
 			vrt_alloc_interval(); /* allocation records, MAPS after a dlopen (rt_alloc.c) */
+			interval_end = 1;
 		}
+#ifdef VPT_SPLIT
+		vrt_go_tick(interval_end);
+#else
+		(void)interval_end;
+#endif
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_maps.c: the process's mappings (MAPS chunks: /proc/self/maps
  * snapshots) and a thread's stack and TLS blocks (the THREAD chunk's

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_objects.c: instrumented objects: their descriptors, registration and the C API
  * (the vptrace runtime's C half: rt_state.c, rt.h).

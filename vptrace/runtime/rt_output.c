@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_output.c: the trace file's chunks and their CRC32C
  * (the vptrace runtime's C half: rt_state.c, rt.h).
@@ -63,7 +65,7 @@ static void crc_init(void)
 	STORE(&crc_hw, hw);
 }
 /* crc32c of p[0:n] continuing from crc (0 for a fresh one), like Go's crc32.Update */
-HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n)
+VPT_GOAPI uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *s = p;
 	uint64_t c = ~crc & 0xffffffffu;

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_slots.c: the slot arrays of objects of tls: indirect (ABI.md)
  * (the vptrace runtime's C half: rt_state.c, rt.h).

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_state.c: the C half of the vptrace runtime (see ../ABI.md, ../FORMAT.md and
  * vptrace.h).
@@ -84,18 +86,21 @@ extern struct vpt_hot_s vpt_probe_hot __attribute__((alias("vpt_hot"), visibilit
 HIDDEN const struct vpt_object *vpt_objs[VPT_MAXOBJ];
 HIDDEN uint32_t vpt_nobjs;
 HIDDEN uint8_t vpt_objdumped[VPT_MAXOBJ];
-HIDDEN struct vpt_kinds *vpt_kinds[VPT_MAXOBJ];
-HIDDEN uint32_t vpt_nkinds;
+VPT_GOAPI struct vpt_kinds *vpt_kinds[VPT_MAXOBJ];
+VPT_GOAPI uint32_t vpt_nkinds;
 HIDDEN uint32_t vrt_obj_kinds[VPT_MAXOBJ]; /* per vpt_objs slot: its vpt_kinds index + 1 */
-HIDDEN struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
-HIDDEN uint32_t vpt_nbufs;
-HIDDEN uint64_t vpt_go_held;
-HIDDEN uint32_t vpt_go_fenced;
+VPT_GOAPI struct vpt_buf *vpt_bufs[VPT_MAXBUFS];
+VPT_GOAPI uint32_t vpt_nbufs;
+VPT_GOAPI uint64_t vpt_go_held;
+VPT_GOAPI uint32_t vpt_go_fenced;
 
 /* Linking the C part pulls in the Go part (and the Go runtime) through
- * this, and exec.c (the exec family and _exit). */
+ * this (libvptrace.a; libvptrace.so loads its Go half, rt_gohalf.c), and
+ * exec.c (the exec family and _exit). */
+#ifndef VPT_SPLIT
 extern void vptGoAnchor(void);
 HIDDEN void (*const vpt_go_anchor)(void) = vptGoAnchor;
+#endif
 HIDDEN const char *const vpt_exec_anchor = &vpt_exec_linked;
 
 /* ------------------------------------------------------------------ */
@@ -142,6 +147,7 @@ HIDDEN uint32_t vrt_warned;               /* one-time notes */
 HIDDEN uint64_t vrt_free_head;            /* tag<<32 | index+1 */
 HIDDEN uint32_t vrt_queue_head;           /* index+1 */
 HIDDEN uint32_t vrt_nqueued;
+HIDDEN uint64_t vrt_handed_events; /* in buffers queued so far (rt_gohalf.c) */
 HIDDEN uint32_t vrt_taken_seq;            /* bumped when the consumer takes the queue */
 HIDDEN uint32_t vrt_backlog_waiters;      /* threads waiting for it (vrt_handoff) */
 HIDDEN uint32_t vrt_backlog_stuck;        /* vrt_taken_seq+1 when a wait timed out: no waiting until it moves */

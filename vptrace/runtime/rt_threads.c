@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * rt_threads.c: threads: set-up, the batch path of the stubs, the recent-page cache, ranges, rep and vector accesses
  * (the vptrace runtime's C half: rt_state.c, rt.h).

@@ -1,3 +1,5 @@
+//go:build !vptgohalf
+
 /*
  * stubs.S: the slow-path entry points vpt_slow_<reg> of ABI.md.
  *

@@ -60,18 +60,28 @@ static void *work(void *arg)
 
 /* One runtime in the process: the shared runtime, mapped from one file,
  * when anything is instrumented (an instrumented library that carried a
- * runtime of its own would map none); none otherwise. */
+ * runtime of its own would map none); none otherwise. Its Go half
+ * (libvptrace-go.so, loaded when the process needs the aggregator) comes
+ * from the same directory, if it is mapped. */
 static void one_runtime(int inst)
 {
-	char line[4096], first[4096] = "";
+	char line[4096], first[4096] = "", gohalf[4096] = "";
 	FILE *f = fopen("/proc/self/maps", "r");
 	if (!f)
 		orc_die("/proc/self/maps: %s", strerror(errno));
 	while (fgets(line, sizeof line, f)) {
-		char *p = strchr(line, '/');
+		char *p = strchr(line, '/'), *base;
 		if (!p || !strstr(p, "/libvptrace"))
 			continue;
 		p[strcspn(p, "\n")] = 0;
+		base = strrchr(p, '/') + 1;
+		if (!strcmp(base, "libvptrace-go.so")) {
+			if (!gohalf[0])
+				snprintf(gohalf, sizeof gohalf, "%s", p);
+			else if (strcmp(gohalf, p) != 0)
+				orc_die("two Go halves mapped: %s and %s", gohalf, p);
+			continue;
+		}
 		if (!first[0])
 			snprintf(first, sizeof first, "%s", p);
 		else if (strcmp(first, p) != 0)
@@ -80,8 +90,11 @@ static void one_runtime(int inst)
 	fclose(f);
 	if (inst && !first[0])
 		orc_die("instrumented components, but no libvptrace.so mapped");
-	if (!inst && first[0])
-		orc_die("nothing instrumented, but %s mapped", first);
+	if (!inst && (first[0] || gohalf[0]))
+		orc_die("nothing instrumented, but %s mapped", first[0] ? first : gohalf);
+	if (gohalf[0] && (strlen(gohalf) - strlen("libvptrace-go.so") != strlen(first) - strlen("libvptrace.so") ||
+			  strncmp(gohalf, first, strlen(first) - strlen("libvptrace.so")) != 0))
+		orc_die("the Go half %s is not the runtime's (%s)", gohalf, first);
 }
 
 /* The component whose code a helper address is in. */
