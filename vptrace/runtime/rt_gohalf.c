@@ -33,6 +33,7 @@
 
 #ifdef VPT_SPLIT
 #include <dlfcn.h>
+#include <link.h>
 
 #define GOHALF_NAME "libvptrace-go.so"
 
@@ -42,16 +43,33 @@
 static char go_path[PATH_MAX];
 static uint32_t go_load_state; /* 0 not tried, 1 loading or loaded, 2 failed */
 
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+/* dl_iterate_phdr's callback: this library's name (as the loader found it)
+ * into *data (a const char **); dladdr would search its symbols too. */
+static int own_name(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_offset == 0 &&
+		    info->dlpi_addr + info->dlpi_phdr[i].p_vaddr == (ElfW(Addr))(uintptr_t)&__ehdr_start) {
+			*(const char **)data = info->dlpi_name;
+			return 1;
+		}
+	return 0;
+}
+
 __attribute__((constructor(102))) static void go_path_init(void)
 {
-	Dl_info di;
+	const char *name = NULL;
 	size_t n, dir;
-	if (!dladdr((void *)(uintptr_t)go_path_init, &di) || !di.dli_fname || !*di.dli_fname)
+	dl_iterate_phdr(own_name, &name);
+	if (!name || !*name)
 		return;
-	n = __builtin_strlen(di.dli_fname);
-	for (dir = n; dir > 0 && di.dli_fname[dir - 1] != '/'; dir--)
+	n = __builtin_strlen(name);
+	for (dir = n; dir > 0 && name[dir - 1] != '/'; dir--)
 		;
-	if (di.dli_fname[0] != '/') {
+	if (name[0] != '/') {
 		if (!getcwd(go_path, sizeof go_path - 2))
 			return;
 		n = __builtin_strlen(go_path);
@@ -63,7 +81,7 @@ __attribute__((constructor(102))) static void go_path_init(void)
 		go_path[0] = 0;
 		return;
 	}
-	__builtin_memcpy(go_path + n, di.dli_fname, dir);
+	__builtin_memcpy(go_path + n, name, dir);
 	__builtin_memcpy(go_path + n + dir, GOHALF_NAME, sizeof GOHALF_NAME);
 }
 
