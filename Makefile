@@ -97,6 +97,9 @@ unit:
 	@pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 $$pkgs; else echo "unit: no packages yet"; fi
 	$(GO) test -count=1 -tags duckdb ./vptrace/query ./cmd/hijack-query
+	@# the runtime's tests again with the shared runtime (libvptrace.so, its
+	@# Go half loaded when a process needs it) in place of the archive
+	VT_SHARED=1 $(GO) test -count=1 ./vptrace/runtime
 
 # -count=1: results must never come from the go test cache, which does not
 # notice a rebuilt bin/hijack. The output filter drops the per-subtest noise
