@@ -8,20 +8,21 @@
  * libvptrace.a links the Go half in: its runtime starts with the program.
  * libvptrace.so is the C half alone, built with -DVPT_SPLIT; the Go half is
  * libvptrace-go.so in the same directory (build.sh). Starting a Go runtime
- * costs a process about 2.5 ms of CPU (mapping and relocating 2 MB, its
+ * costs a process about 3 ms of CPU (mapping and relocating 2 MB, its
  * threads, its heap): more than a short process (a test suite's, a
  * configure probe's) runs for. Such a process never needs an aggregator:
  * what its threads recorded is in their buffers at exit, and the exit
  * flush writes it raw (rt_exit.c), as it does when the aggregator has not
- * started yet. So the clock thread loads the Go half when one of two things
- * happens first: the buffers threads handed over hold a full buffer's
- * events (the queue would grow and be written raw, 24 bytes an event; an
- * exiting thread hands its partly filled buffer over), or an interval ends
- * with events recorded (the aggregates are streamed to the file every interval: a
- * crash then loses at most one). Without a clock thread (VPTRACE_CLOCK_US=0)
- * the Go half is loaded at once. It starts as in libvptrace.a (its init
- * starts the consumer, vpt_go_started), so the protocol with the exit path
- * is the same: an exit that came first locks it out.
+ * started yet. So the clock thread loads the Go half when one of two
+ * things happens first: the buffers threads handed over hold a full
+ * buffer's events (the queue would grow and be written raw, 24 bytes an
+ * event; an exiting thread hands its partly filled buffer over), or an
+ * interval ends with events recorded (the aggregates are streamed to the
+ * file every interval: a crash then loses at most one). Without a clock
+ * thread (VPTRACE_CLOCK_US=0) the Go half is loaded at once. It starts as
+ * in libvptrace.a (its init starts the consumer, vpt_go_started), so the
+ * protocol with the exit path is the same: an exit that came first locks
+ * it out.
  *
  * A fork child never loads it (it writes raw: vrt_child_fixup). When it
  * cannot be loaded the process goes on in C only (VPTRACE_RAW=1): the
