@@ -243,9 +243,8 @@ extern VPT_HIDDEN int vpt_before_exec(const char *prog); /* 1: wrote NOTE EXEC, 
 extern VPT_HIDDEN void vpt_exec_failed(int err);
 extern VPT_HIDDEN void vpt_before_exit(void);
 extern VPT_HIDDEN const char vpt_exec_linked;            /* exec.c is in the link */
-/* crc32c of p[0:n] continuing from crc, like Go's crc32.Update (rt_output.c;
- * the Go writer's chunks use it too) */
-extern VPT_GOAPI uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
+/* crc32c of p[0:n] continuing from crc, like Go's crc32.Update (rt_output.c) */
+extern VPT_HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n);
 
 #ifdef VPT_RT_C
 /* ---- shared by the runtime's C files (rt_*.c; rt_state.c says how they

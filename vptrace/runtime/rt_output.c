@@ -65,7 +65,7 @@ static void crc_init(void)
 	STORE(&crc_hw, hw);
 }
 /* crc32c of p[0:n] continuing from crc (0 for a fresh one), like Go's crc32.Update */
-VPT_GOAPI uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n)
+HIDDEN uint32_t vrt_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *s = p;
 	uint64_t c = ~crc & 0xffffffffu;
