@@ -351,6 +351,7 @@ enum { MODE_GO = 0, MODE_C = 1 };
 #define W_WAIT 128u
 #define W_FLUSH 256u
 #define W_GOLOAD 512u
+#define W_CLOCK 1024u
 
 #ifdef VPT_SPLIT
 /* the Go half of libvptrace.so (rt_gohalf.c) */

@@ -530,6 +530,10 @@ HIDDEN void vrt_late_init(void)
 		}
 		if (err == 0)
 			STORE(&vrt_clock_pid, (uint32_t)pid);
+		else
+			vrt_warn_once(W_CLOCK, (uint64_t)err,
+				      "the clock thread could not be started (value: errno): event times move only when "
+				      "buffers are handed over, and a page is recorded once per thread, not once per interval");
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 	}

@@ -32,8 +32,7 @@ type WriterOptions struct {
 	// CRC, when not nil, computes the chunks' CRC-32C as crc32.Update
 	// with the Castagnoli table does (chained: crc is the CRC so far).
 	// hash/crc32 builds its tables for the SSE 4.2 instruction on first
-	// use, about 0.2 ms: a short-lived traced process (the runtime's
-	// writer) does better with its own.
+	// use, about 0.2 ms: a short-lived writer may do better with its own.
 	CRC func(crc uint32, p []byte) uint32
 }
 
