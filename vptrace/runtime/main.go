@@ -16,7 +16,6 @@ package main
 
 /*
 #cgo CFLAGS: -O2 -Wall -fno-strict-aliasing -fno-omit-frame-pointer
-#cgo vptgohalf CFLAGS: -DVPT_GOHALF
 #include "rt.h"
 */
 import "C"

@@ -226,12 +226,11 @@ extern uint32_t vpt_cuts_take(uint64_t *tail, uint64_t *out, uint32_t max);
  * runtime's code too (allocations made from there are not the program's). */
 extern void vpt_go_half_loaded(const void *ehdr);
 
-/* VPT_GOAPI marks the C half's state that the Go half reads: hidden where
- * both are one link (libvptrace.a), exported by libvptrace.so when the Go
- * half is a library of its own (build.sh builds the C half alone with
- * -DVPT_SPLIT, the Go half with -tags vptgohalf: main.go's cgo flags
- * define VPT_GOHALF). */
-#if defined(VPT_SPLIT) || defined(VPT_GOHALF)
+/* VPT_GOAPI marks the C half's state that the Go half reads (rt_state.c):
+ * hidden where both are one link (libvptrace.a), exported by libvptrace.so
+ * when the Go half is a library of its own (build.sh builds the C half
+ * alone with -DVPT_SPLIT, the Go half with -tags vptgohalf). */
+#ifdef VPT_SPLIT
 #define VPT_GOAPI __attribute__((visibility("default")))
 #else
 #define VPT_GOAPI __attribute__((visibility("hidden")))
