@@ -1035,9 +1035,10 @@ func TestRegisters(t *testing.T) {
 	}
 }
 
-// TestValgrind runs the program under memcheck: no errors from the
-// runtime's C code; leaks only from the Go runtime (see FORMAT.md notes).
-func TestValgrind(t *testing.T) {
+// needValgrind skips a test that runs vt under valgrind in -short mode or
+// without valgrind.
+func needValgrind(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("short")
 	}
@@ -1045,6 +1046,16 @@ func TestValgrind(t *testing.T) {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		t.Skip("no valgrind")
 	}
+}
+
+// valgrindSupps are the suppressions vt runs under valgrind with: the
+// runtime's own (vptrace.supp, installed for users) and the test's.
+var valgrindSupps = []string{"--suppressions=vptrace.supp", "--suppressions=testdata/valgrind.supp"}
+
+// TestValgrind runs the program under memcheck: no errors from the
+// runtime's C code; leaks only from the Go runtime (see FORMAT.md notes).
+func TestValgrind(t *testing.T) {
+	needValgrind(t)
 	for _, sc := range [][]string{{"basic", "2"}, {"churn", "50", "10"}, {"fork"}, {"rep"}, {"forkthen", "exec"}} {
 		dir := t.TempDir()
 		// --fair-sched: valgrind runs one thread at a time, and its
@@ -1052,8 +1063,8 @@ func TestValgrind(t *testing.T) {
 		// Go runtime's spins (a goroutine waiting for the GC's scan of
 		// it) then stalled the aggregator for minutes, one run in three
 		// (its exit flush timed out: events lost).
-		args := append([]string{"--fair-sched=yes", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
-			"--suppressions=vptrace.supp", "--suppressions=testdata/valgrind.supp", "--trace-children=yes", "-q", vtBin}, sc...)
+		args := append([]string{"--fair-sched=yes", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite"}, valgrindSupps...)
+		args = append(append(args, "--trace-children=yes", "-q", vtBin), sc...)
 		cmd := exec.Command("valgrind", args...)
 		// The exit wait is long: valgrind is slow, and this test is about
 		// memory errors and exact pages (the time out: TestExitTimeoutLost).
@@ -1163,16 +1174,10 @@ func TestExitTimeoutLost(t *testing.T) {
 // out says to pass --fair-sched=yes (valgrind's RUNNING_ON_VALGRIND
 // request; TestExitTimeoutLost checks that it is not said natively).
 func TestValgrindHint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	needVT(t)
-	if _, err := exec.LookPath("valgrind"); err != nil {
-		t.Skip("no valgrind")
-	}
+	needValgrind(t)
 	dir := t.TempDir()
-	cmd := exec.Command("valgrind", "-q", "--fair-sched=yes", "--suppressions=vptrace.supp",
-		"--suppressions=testdata/valgrind.supp", vtBin, "basic", "2")
+	args := append([]string{"-q", "--fair-sched=yes"}, valgrindSupps...)
+	cmd := exec.Command("valgrind", append(args, vtBin, "basic", "2")...)
 	cmd.Env = append(os.Environ(), "VPTRACE_OUT="+filepath.Join(dir, "v.vpt"), "VPTRACE_EXIT_TIMEOUT_MS=0", "VPTRACE_INTERVAL_MS=3600000")
 	var se bytes.Buffer
 	cmd.Stderr, cmd.Stdout = &se, new(bytes.Buffer)
