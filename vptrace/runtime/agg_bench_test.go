@@ -20,7 +20,7 @@ func BenchmarkAggregate(b *testing.B) {
 			site := uint64(0x1000)
 			s := &consumerState{threads: map[uint64]*thread{}}
 			s.kinds.ranges = []objRange{{lo: site, hi: site + 32, kinds: []trace.Kind{trace.KindRead}}}
-			th := &thread{}
+			th := newReplayThread(0, 0) // (no cuts)
 			var i uint64
 			const per = 64 // buffers per iteration (make bench runs -benchtime 3x)
 			b.SetBytes(per * n * evSize)

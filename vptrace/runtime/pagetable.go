@@ -6,74 +6,141 @@ import (
 	"hijack/vptrace/trace"
 )
 
-// pageVal is one page's aggregate for the current interval.
-type pageVal struct {
-	events, reads, writes uint64
-	first, last           uint64
-	site0, count0         uint64 // the first site, inline
-	more                  int32  // index+1 in pageTable.more: further sites
+// pageEntry is one slot of a pageTable: a page's key and its aggregate for
+// the current interval, in one 64-byte cache line, so that finding a page
+// (the probe reads the key) also brings in what the event updates. An
+// interval has mostly new pages (zstd's zstreamtest: 2.5 events per page
+// and interval), so the aggregation runs at the speed of these misses: a
+// key array apart from the values cost two a page.
+type pageEntry struct {
+	key           uint64 // page number + 1; 0: an empty slot
+	reads, writes uint64
+	first, last   uint64
+	// site0 is the first site of the page, counted inline (count0);
+	// further sites are in a list of the table's site arena (more).
+	site0, count0 uint64
+	// more is 1 + the index in pageTable.sites of the page's list of
+	// sites (a header, then the sites, site0's first), or 0. A page's
+	// events are count0 plus the list's other counts.
+	more uint32
+	// gen is the table's generation when the entry was made: an entry of
+	// another is an empty slot (emptying the table for the next interval
+	// is a new generation, not a memory clear).
+	gen uint32
 }
 
 // pageTable is an open-addressing hash table (linear probing, load <= 1/2)
-// of page aggregates: keys (page number + 1, 0 = empty) apart from values so
-// that probing reads 8 keys per cache line, and emptying it for the next
-// interval clears only the keys. The slot of a page is hash(page/64)*64 +
-// page%64: the pages of an aligned group of 64 sit in consecutive slots, so
-// sweeps stay cache-friendly, and groups are spread by a multiplicative
-// hash.
+// of page aggregates. The slot of a page is hash(page/64)*64 + page%64:
+// the pages of an aligned group of 64 sit in consecutive slots, so sweeps
+// stay cache-friendly, and groups are spread by a multiplicative hash.
+//
+// The sites of pages with more than one are lists in one arena (sites),
+// emptied with the table: no allocation per page. A list is a header
+// ({Site: sites used, Count: capacity}) and its capacity of entries, the
+// first for site0 (whose count the entry keeps); a full list moves to the
+// arena's end at twice the size.
 type pageTable struct {
-	keys []uint64
-	vals []pageVal
-	n    int
-	more [][]trace.SiteCount
+	slots []pageEntry
+	gen   uint32 // of the entries in the table (never 0: zeroed slots are empty)
+	n     int
+	// packed lists the table's pages as key<<slotBits | slot, as they
+	// came: order sorts it. nil (and packOK false) once a key or the
+	// table is too large to pack: order then scans the slots.
+	packed []uint64
+	packOK bool
+	sites  []trace.SiteCount
+	sink   uint64 // (touch)
 }
 
 const (
 	minTableSlots = 64
 	groupShift    = 6 // 64-page groups: best for sweeps and strides (BenchmarkAggregate)
+	firstListCap  = 4 // sites of a list when a page gets its second (few pages have more)
+	slotBits      = 26
 )
 
 func (t *pageTable) slot(page1 uint64) uint64 {
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	g := (page1 >> groupShift) * 0x9E3779B97F4A7C15
 	return ((g>>32)<<groupShift | page1&(1<<groupShift-1)) & mask
 }
 
-// get returns the aggregate of page1 (page number + 1), adding it (zero).
-func (t *pageTable) get(page1 uint64) *pageVal {
-	if (t.n+1)*2 > len(t.keys) {
+// get returns the aggregate of page1 (page number + 1), adding it (zero
+// but its key).
+func (t *pageTable) get(page1 uint64) *pageEntry {
+	if (t.n+1)*2 > len(t.slots) {
 		t.grow()
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(page1); ; i = (i + 1) & mask {
-		switch t.keys[i] {
-		case page1:
-			return &t.vals[i]
-		case 0:
-			t.keys[i] = page1
-			t.vals[i] = pageVal{}
+		e := &t.slots[i]
+		if e.gen != t.gen {
+			*e = pageEntry{key: page1, gen: t.gen}
 			t.n++
-			return &t.vals[i]
+			t.pack(page1, i)
+			return e
+		}
+		if e.key == page1 {
+			return e
 		}
 	}
 }
 
+// pack adds the page in slot i to t.packed.
+func (t *pageTable) pack(page1, i uint64) {
+	if !t.packOK {
+		return
+	}
+	if page1>>(64-slotBits) != 0 || len(t.slots) > 1<<slotBits {
+		t.packed, t.packOK = nil, false
+		return
+	}
+	t.packed = append(t.packed, page1<<slotBits|i)
+}
+
+// aggBatch is how many events the aggregation touches the slots of
+// ahead (pageTable.touch).
+const aggBatch = 16
+
+// touch reads the slots where the pages of evs start their probes, all
+// before any is needed: the loads do not depend on one another, so the
+// CPU has their cache misses in flight together, not one an event (the
+// table is larger than the caches: an interval of zstd's zstreamtest has
+// 80000 pages). What it reads is returned to nobody (t.sink keeps the
+// compiler from dropping the loads).
+func (t *pageTable) touch(evs []event) {
+	if len(t.slots) == 0 {
+		return
+	}
+	var x uint64
+	for i := range evs {
+		x += t.slots[t.slot(evs[i].Page1)].key
+	}
+	t.sink = x
+}
+
 // full reports whether the next get of a new page grows the table (and
-// moves the values).
-func (t *pageTable) full() bool { return (t.n+1)*2 > len(t.keys) }
+// moves the entries).
+func (t *pageTable) full() bool { return (t.n+1)*2 > len(t.slots) }
 
 func (t *pageTable) grow() {
-	ok, ov := t.keys, t.vals
-	n := max(minTableSlots, 2*len(ok))
-	t.keys, t.vals = make([]uint64, n), make([]pageVal, n)
+	old, gen := t.slots, t.gen
+	n := max(minTableSlots, 2*len(old))
+	t.slots = make([]pageEntry, n)
+	if t.gen == 0 {
+		t.gen = 1 // (a new table)
+	}
+	t.packed, t.packOK = t.packed[:0], true // (the slots change: packed again)
 	mask := uint64(n - 1)
-	for k, key := range ok {
-		if key == 0 {
+	for k := range old {
+		if old[k].gen != gen {
 			continue
 		}
-		for i := t.slot(key); ; i = (i + 1) & mask {
-			if t.keys[i] == 0 {
-				t.keys[i], t.vals[i] = key, ov[k]
+		for i := t.slot(old[k].key); ; i = (i + 1) & mask {
+			if t.slots[i].gen != t.gen {
+				t.slots[i] = old[k]
+				t.slots[i].gen = t.gen
+				t.pack(old[k].key, i)
 				break
 			}
 		}
@@ -81,7 +148,7 @@ func (t *pageTable) grow() {
 }
 
 // addSite counts one event of site on p.
-func (t *pageTable) addSite(p *pageVal, site uint64) {
+func (t *pageTable) addSite(p *pageEntry, site uint64) {
 	switch {
 	case p.site0 == site:
 		p.count0++
@@ -91,54 +158,87 @@ func (t *pageTable) addSite(p *pageVal, site uint64) {
 		return
 	}
 	if p.more == 0 {
-		t.more = append(t.more, nil)
-		p.more = int32(len(t.more))
+		h := len(t.sites)
+		t.sites = append(t.sites, trace.SiteCount{Site: 2, Count: firstListCap}, trace.SiteCount{Site: p.site0}, trace.SiteCount{Site: site, Count: 1})
+		t.sites = append(t.sites, make([]trace.SiteCount, firstListCap-2)...)
+		p.more = uint32(h + 1)
+		return
 	}
-	list := t.more[p.more-1]
+	h := int(p.more - 1)
+	used, capacity := int(t.sites[h].Site), int(t.sites[h].Count)
+	list := t.sites[h+2 : h+1+used] // (after site0's)
 	for j := range list {
 		if list[j].Site == site {
 			list[j].Count++
 			return
 		}
 	}
-	t.more[p.more-1] = append(list, trace.SiteCount{Site: site, Count: 1})
+	if used == capacity {
+		// to the end, twice the size (the old list is left unused)
+		nh := len(t.sites)
+		t.sites = append(t.sites, trace.SiteCount{Site: uint64(used), Count: uint64(2 * capacity)})
+		t.sites = append(t.sites, t.sites[h+1:h+1+used]...)
+		t.sites = append(t.sites, make([]trace.SiteCount, capacity)...)
+		h = nh
+		p.more = uint32(h + 1)
+	}
+	t.sites[h+1+used] = trace.SiteCount{Site: site, Count: 1}
+	t.sites[h].Site++
 }
 
 // reset empties the table for the next interval, shrinking it when it was
 // mostly empty.
 func (t *pageTable) reset() {
-	if len(t.keys) > 4*minTableSlots && t.n*8 < len(t.keys) {
-		n := max(minTableSlots, len(t.keys)/4)
-		t.keys, t.vals = make([]uint64, n), make([]pageVal, n)
-	} else {
-		clear(t.keys)
+	if len(t.slots) > 4*minTableSlots && t.n*8 < len(t.slots) {
+		t.slots = make([]pageEntry, max(minTableSlots, len(t.slots)/4))
+	}
+	if t.gen++; t.gen == 0 { // (after 2^32 intervals)
+		clear(t.slots)
+		t.gen = 1
 	}
 	t.n = 0
-	clear(t.more)
-	t.more = t.more[:0]
+	t.packed, t.packOK = t.packed[:0], true
+	if cap(t.sites) > 1<<20 && len(t.sites)*8 < cap(t.sites) {
+		t.sites = nil // a burst: do not keep its memory
+	}
+	t.sites = t.sites[:0]
 }
 
 // pages appends the table's aggregates as trace.PageAgg to dst, their
-// sites in arena (reused: one allocation per interval, not one per page;
-// the aggregates are valid until the next call).
+// sites copied into arena in page order (reused: one allocation per
+// interval, not one per page; the writer then reads them in order, which
+// costs it a third of reading them where the table keeps them; the
+// aggregates are valid until the next call).
 func (t *pageTable) pages(dst []trace.PageAgg, arena []trace.SiteCount) ([]trace.PageAgg, []trace.SiteCount) {
-	nsites := t.n
-	for _, m := range t.more {
-		nsites += len(m)
-	}
+	nsites := t.n + len(t.sites) // (at least: lists hold their headers and room)
 	if cap(arena) < nsites {
 		arena = make([]trace.SiteCount, 0, nsites)
 	}
 	arena = arena[:0]
-	for _, k := range t.order() {
-		s := &t.vals[k]
+	order := t.order()
+	for j, k := range order {
+		if j%aggBatch == 0 { // (as in touch: the entries' misses together)
+			var x uint64
+			for _, k := range order[j:min(j+aggBatch, len(order))] {
+				x += t.slots[k].key
+			}
+			t.sink = x
+		}
+		s := &t.slots[k]
 		i := len(arena)
-		arena = append(arena, trace.SiteCount{Site: s.site0, Count: s.count0})
-		if s.more != 0 {
-			arena = append(arena, t.more[s.more-1]...)
+		events := s.count0
+		if s.more == 0 {
+			arena = append(arena, trace.SiteCount{Site: s.site0, Count: s.count0})
+		} else {
+			h := int(s.more - 1)
+			arena = append(arena, t.sites[h+1:h+1+int(t.sites[h].Site)]...)
+			arena[i].Count = s.count0 // (site0's, counted in the entry)
+			for _, c := range arena[i+1:] {
+				events += c.Count
+			}
 		}
 		dst = append(dst, trace.PageAgg{
-			Page: t.keys[k] - 1, Events: s.events, Reads: s.reads, Writes: s.writes,
+			Page: s.key - 1, Events: events, Reads: s.reads, Writes: s.writes,
 			First: s.first, Last: s.last, Sites: arena[i:len(arena):len(arena)],
 		})
 	}
@@ -147,34 +247,22 @@ func (t *pageTable) pages(dst []trace.PageAgg, arena []trace.SiteCount) ([]trace
 
 // order returns the slots of the table's pages in page order (the trace
 // wants it; its writer's sort then finds them sorted): each key packed
-// with its slot in one word sorts without a comparison function, far
-// faster than the aggregates would. Keys (page+1 < 2^37 for user
-// addresses) or tables too large to pack give table order; the writer
+// with its slot in one word (t.packed) sorts without a comparison
+// function, far faster than the aggregates would. Keys (page+1 < 2^37 for
+// user addresses) or tables too large to pack give table order; the writer
 // sorts.
 func (t *pageTable) order() []int {
-	const slotBits = 26
-	packed := make([]uint64, 0, t.n)
-	for k, key := range t.keys {
-		if key == 0 {
-			continue
-		}
-		if key>>(64-slotBits) != 0 || len(t.keys) > 1<<slotBits {
-			packed = nil
-			break
-		}
-		packed = append(packed, key<<slotBits|uint64(k))
-	}
 	order := make([]int, 0, t.n)
-	if packed == nil {
-		for k, key := range t.keys {
-			if key != 0 {
+	if !t.packOK {
+		for k := range t.slots {
+			if t.slots[k].gen == t.gen {
 				order = append(order, k)
 			}
 		}
 		return order
 	}
-	slices.Sort(packed)
-	for _, p := range packed {
+	slices.Sort(t.packed)
+	for _, p := range t.packed {
 		order = append(order, int(p&(1<<slotBits-1)))
 	}
 	return order

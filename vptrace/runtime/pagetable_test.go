@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestPageTableOrder(t *testing.T) {
 		var pt pageTable
 		pt.reset()
 		for _, p := range tc.pages {
-			pt.get(p+1).events++
+			pt.addSite(pt.get(p+1), 0x1000)
 		}
 		var got []uint64
 		ps, _ := pt.pages(nil, nil)
@@ -55,7 +56,7 @@ func BenchmarkIntervalPages(b *testing.B) {
 	var pt pageTable
 	pt.reset()
 	for i := uint64(0); i < 40000; i++ {
-		pt.get(0x7f00_0000_0000>>12+i*7919%100000+1).events++
+		pt.addSite(pt.get(0x7f00_0000_0000>>12+i*7919%100000+1), 0x1000)
 	}
 	buf := make([]trace.PageAgg, 0, pt.n)
 	var arena []trace.SiteCount
@@ -69,13 +70,69 @@ func BenchmarkIntervalPages(b *testing.B) {
 	b.Run("table-order", func(b *testing.B) {
 		for b.Loop() {
 			a := &trace.Agg{Pages: buf[:0]}
-			for k, key := range pt.keys {
-				if key != 0 {
-					s := &pt.vals[k]
-					a.Pages = append(a.Pages, trace.PageAgg{Page: key - 1, Events: s.events, Sites: []trace.SiteCount{{Site: s.site0, Count: s.count0}}})
+			for k := range pt.slots {
+				if s := &pt.slots[k]; s.gen == pt.gen {
+					a.Pages = append(a.Pages, trace.PageAgg{Page: s.key - 1, Events: s.count0, Sites: []trace.SiteCount{{Site: s.site0, Count: s.count0}}})
 				}
 			}
 			trace.SortAgg(a)
 		}
 	})
+}
+
+// TestPageTableOracle: what the table says of each page (events, sites and
+// their counts, in page order) is what a map of the same events says,
+// over intervals (reset, and shrinking after a large one), tables that
+// grow while pages have lists of sites, and lists that outgrow their
+// first size (up to 40 sites a page). pages again, after the writer
+// sorted what the first call returned (trace.SortAgg), says the same.
+func TestPageTableOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pt pageTable
+	pt.reset()
+	for interval, c := range []struct {
+		pages, events int
+		maxSites      uint64
+	}{{10, 100, 1}, {3000, 20000, 3}, {50, 5000, 40}, {20000, 60000, 6}, {5, 10, 2}, {1, 1, 1}, {0, 0, 1}, {700, 30000, 17}} {
+		want := map[uint64]map[uint64]uint64{} // page: site: count
+		events := map[uint64]uint64{}
+		for range c.events {
+			page := 0x7f00_0000_0000>>12 + uint64(rng.IntN(max(c.pages, 1)))*uint64(1+interval%3)
+			site := 0x1000 + 32*rng.Uint64N(c.maxSites)
+			pt.addSite(pt.get(page+1), site)
+			if want[page] == nil {
+				want[page] = map[uint64]uint64{}
+			}
+			want[page][site]++
+			events[page]++
+		}
+		check := func(when string) {
+			ps, _ := pt.pages(nil, nil)
+			if len(ps) != len(events) {
+				t.Fatalf("interval %d, %s: %d pages, want %d", interval, when, len(ps), len(events))
+			}
+			for i, a := range ps {
+				if i > 0 && ps[i-1].Page >= a.Page {
+					t.Fatalf("interval %d, %s: page %#x after %#x", interval, when, a.Page, ps[i-1].Page)
+				}
+				if a.Events != events[a.Page] {
+					t.Errorf("interval %d, %s: page %#x: %d events, want %d", interval, when, a.Page, a.Events, events[a.Page])
+				}
+				seen := map[uint64]bool{}
+				for _, s := range a.Sites {
+					if w := want[a.Page][s.Site]; seen[s.Site] || s.Count != w || w == 0 {
+						t.Errorf("interval %d, %s: page %#x: site %#x count %d, want %d once", interval, when, a.Page, s.Site, s.Count, w)
+					}
+					seen[s.Site] = true
+				}
+				if len(seen) != len(want[a.Page]) {
+					t.Errorf("interval %d, %s: page %#x: %d sites, want %d", interval, when, a.Page, len(seen), len(want[a.Page]))
+				}
+			}
+			trace.SortAgg(&trace.Agg{Pages: ps})
+		}
+		check("first")
+		check("after the writer's sort")
+		pt.reset()
+	}
 }

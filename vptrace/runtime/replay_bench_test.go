@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"testing"
@@ -18,7 +19,10 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); retur
 // VPTRACE_REPLAY=FILE go test -run - -bench Replay ./vptrace/runtime.
 // Intervals end at the raw chunks' write times, as the consumer's clock
 // would end them. It reports the events aggregated per second of the
-// consumer's CPU and the bytes it wrote (per event, and in all).
+// consumer's CPU and the bytes it wrote (per event, and in all). With
+// VPTRACE_REPLAY_OUT=FILE the last run's output goes to FILE too: a change
+// to the aggregation that must not change what it writes is checked by
+// comparing that file before and after.
 func BenchmarkReplay(b *testing.B) {
 	path := os.Getenv("VPTRACE_REPLAY")
 	if path == "" {
@@ -63,12 +67,17 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	interval := uint64(r.Header.IntervalMS) * 1e6
 	var out countWriter
+	var saved bytes.Buffer
 	b.ResetTimer()
-	for range b.N {
+	for it := range b.N {
 		out.n = 0
 		s := &consumerState{threads: map[uint64]*thread{}}
 		s.kinds.ranges = sortRanges(kinds)
-		s.w = s.newWriter(&out)
+		var w io.Writer = &out
+		if os.Getenv("VPTRACE_REPLAY_OUT") != "" && it == b.N-1 {
+			w = io.MultiWriter(&out, &saved)
+		}
+		s.w = s.newWriter(w)
 		next := interval
 		for i := range bufs {
 			bf := &bufs[i]
@@ -86,6 +95,12 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		s.writeAll(next)
 		s.w.Flush()
+	}
+	b.StopTimer()
+	if p := os.Getenv("VPTRACE_REPLAY_OUT"); p != "" {
+		if err := os.WriteFile(p, saved.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(b.N)*float64(nev)/b.Elapsed().Seconds()/1e6, "Mev/s")
 	b.ReportMetric(float64(out.n)/float64(nev), "B/event")
