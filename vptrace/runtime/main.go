@@ -437,9 +437,11 @@ func (s *consumerState) aggregate(th *thread, evs []event) {
 	if th.cutGen != s.cutGen {
 		th.nextCut, th.cutGen = s.cutAfter(th.from), s.cutGen
 	}
+	th.pages.touch(evs[:min(aggBatch, len(evs))])
 	for i := range evs {
 		if i%aggBatch == 0 {
-			th.pages.touch(evs[i:min(i+aggBatch, len(evs))])
+			th.pages.touch(evs[min(i+aggBatch, len(evs)):min(i+2*aggBatch, len(evs))])
+			th.pages.touchLists(evs[i:min(i+aggBatch, len(evs))])
 		}
 		e := &evs[i]
 		site := atomic.LoadUint64(&e.Site)

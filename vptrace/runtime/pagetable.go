@@ -98,8 +98,8 @@ func (t *pageTable) pack(page1, i uint64) {
 	t.packed = append(t.packed, page1<<slotBits|i)
 }
 
-// aggBatch is how many events the aggregation touches the slots of
-// ahead (pageTable.touch).
+// aggBatch is how many events (or pages) the aggregation reads the table
+// ahead for (pageTable.touch, touchLists).
 const aggBatch = 16
 
 // touch reads the slots where the pages of evs start their probes, all
@@ -107,7 +107,8 @@ const aggBatch = 16
 // CPU has their cache misses in flight together, not one an event (the
 // table is larger than the caches: an interval of zstd's zstreamtest has
 // 80000 pages). What it reads is returned to nobody (t.sink keeps the
-// compiler from dropping the loads).
+// compiler from dropping the loads). The caller touches one batch ahead
+// and calls touchLists for the batch it is about to use.
 func (t *pageTable) touch(evs []event) {
 	if len(t.slots) == 0 {
 		return
@@ -116,7 +117,23 @@ func (t *pageTable) touch(evs []event) {
 	for i := range evs {
 		x += t.slots[t.slot(evs[i].Page1)].key
 	}
-	t.sink = x
+	t.sink += x
+}
+
+// touchLists reads, as touch the slots, the site lists of those pages of
+// evs already in the table at their first slot (their slots were touched
+// a batch before: these loads depend on them).
+func (t *pageTable) touchLists(evs []event) {
+	if len(t.slots) == 0 {
+		return
+	}
+	var x uint64
+	for i := range evs {
+		if e := &t.slots[t.slot(evs[i].Page1)]; e.gen == t.gen && e.more != 0 && e.key == evs[i].Page1 {
+			x += t.sites[e.more-1].Site
+		}
+	}
+	t.sink += x
 }
 
 // full reports whether the next get of a new page grows the table (and
@@ -216,13 +233,11 @@ func (t *pageTable) pages(dst []trace.PageAgg, arena []trace.SiteCount) ([]trace
 	}
 	arena = arena[:0]
 	order := t.order()
+	t.touchOrdered(order[:min(aggBatch, len(order))], false)
 	for j, k := range order {
-		if j%aggBatch == 0 { // (as in touch: the entries' misses together)
-			var x uint64
-			for _, k := range order[j:min(j+aggBatch, len(order))] {
-				x += t.slots[k].key
-			}
-			t.sink = x
+		if j%aggBatch == 0 { // (as in aggregate: a batch's misses together)
+			t.touchOrdered(order[min(j+aggBatch, len(order)):min(j+2*aggBatch, len(order))], false)
+			t.touchOrdered(order[j:min(j+aggBatch, len(order))], true)
 		}
 		s := &t.slots[k]
 		i := len(arena)
@@ -243,6 +258,20 @@ func (t *pageTable) pages(dst []trace.PageAgg, arena []trace.SiteCount) ([]trace
 		})
 	}
 	return dst, arena
+}
+
+// touchOrdered is touch (lists false) and touchLists (true) for pages
+// by their slots.
+func (t *pageTable) touchOrdered(slots []int, lists bool) {
+	var x uint64
+	for _, k := range slots {
+		if e := &t.slots[k]; !lists {
+			x += e.key
+		} else if e.more != 0 {
+			x += t.sites[e.more-1].Site
+		}
+	}
+	t.sink += x
 }
 
 // order returns the slots of the table's pages in page order (the trace
