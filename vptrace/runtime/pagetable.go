@@ -50,6 +50,9 @@ type pageTable struct {
 	packOK bool
 	sites  []trace.SiteCount
 	sink   uint64 // (touch)
+	// sortPacked's counts and buffer, reused
+	counts *[radixPasses][1 << radixBits]uint32
+	radix  []uint64
 }
 
 const (
@@ -290,9 +293,59 @@ func (t *pageTable) order() []int {
 		}
 		return order
 	}
-	slices.Sort(t.packed)
-	for _, p := range t.packed {
+	for _, p := range t.sortPacked() {
 		order = append(order, int(p&(1<<slotBits-1)))
 	}
 	return order
+}
+
+// Radix sort of t.packed: keys below 2^(64-slotBits) in radixPasses
+// digits of radixBits.
+const (
+	radixBits   = 13
+	radixPasses = (64 - slotBits + radixBits - 1) / radixBits
+	radixMin    = 2048 // fewer: slices.Sort (the counts cost more)
+)
+
+// sortPacked returns t.packed sorted by key (its slot bits do not matter:
+// keys are distinct), in t.packed or in t.radix: an LSD radix sort for the
+// tens of thousands of pages of an interval of a program that records
+// many (2.5 times as fast as slices.Sort on zstd's zstreamtest), which
+// skips the digits all keys share (a program's pages are a few ranges).
+func (t *pageTable) sortPacked() []uint64 {
+	a := t.packed
+	if len(a) < radixMin {
+		slices.Sort(a)
+		return a
+	}
+	if t.counts == nil {
+		t.counts = new([radixPasses][1 << radixBits]uint32)
+	}
+	c := t.counts
+	*c = [radixPasses][1 << radixBits]uint32{}
+	for _, p := range a {
+		k := p >> slotBits
+		for d := range radixPasses {
+			c[d][k>>(d*radixBits)&(1<<radixBits-1)]++
+		}
+	}
+	t.radix = slices.Grow(t.radix[:0], len(a))[:len(a)]
+	src, dst := a, t.radix
+	for d := range radixPasses {
+		cd := &c[d]
+		if cd[(src[0]>>slotBits)>>(d*radixBits)&(1<<radixBits-1)] == uint32(len(src)) {
+			continue // every key has this digit
+		}
+		var sum uint32
+		for i := range cd {
+			sum, cd[i] = sum+cd[i], sum
+		}
+		for _, p := range src {
+			b := (p >> slotBits) >> (d * radixBits) & (1<<radixBits - 1)
+			dst[cd[b]] = p
+			cd[b]++
+		}
+		src, dst = dst, src
+	}
+	return src
 }

@@ -136,3 +136,41 @@ func TestPageTableOracle(t *testing.T) {
 		pt.reset()
 	}
 }
+
+// TestSortPacked: the radix sort of packed keys orders them as
+// slices.Sort does, for sizes around its threshold and keys spread over
+// every digit, a few ranges (digits all keys share: skipped passes) or
+// one page group.
+func TestSortPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, radixMin - 1, radixMin, radixMin + 1, 70000} {
+		for _, spread := range []struct {
+			name string
+			key  func(i int) uint64
+		}{
+			{"any", func(int) uint64 { return 1 + rng.Uint64N(1<<(64-slotBits)-1) }},
+			{"ranges", func(i int) uint64 {
+				return []uint64{0x5555_5555_4000 >> 12, 0x7f12_3456_7000 >> 12, 0x7ffd_0000_0000 >> 12}[i%3] + uint64(i)
+			}},
+			{"one digit", func(i int) uint64 { return 0x7f00_0000_0000>>12 + uint64(i%4096) }},
+		} {
+			var pt pageTable
+			seen := map[uint64]bool{}
+			for i := 0; len(pt.packed) < n; i++ {
+				k := spread.key(i)
+				if !seen[k] {
+					seen[k] = true
+					pt.packed = append(pt.packed, k<<slotBits|uint64(rng.IntN(1<<slotBits)))
+				}
+				if len(seen) == 4096 && spread.name == "one digit" {
+					break
+				}
+			}
+			want := slices.Clone(pt.packed)
+			slices.Sort(want)
+			if got := pt.sortPacked(); !slices.Equal(got, want) {
+				t.Errorf("%d keys, %s: not in order", len(want), spread.name)
+			}
+		}
+	}
+}
