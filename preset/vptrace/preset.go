@@ -115,6 +115,10 @@ type objState struct {
 	// irregular holds, per loop of the function being instrumented,
 	// the registers it does not step by constants (irregularRegs).
 	irregular map[*loops.Loop]effect.RegSet
+	// sweepRegs holds, per edge of the function being instrumented
+	// where a sweep's code goes, the program's registers that code reads
+	// (sweepEdgeRegs): no spill saves them on that edge.
+	sweepRegs map[kit.Edge]effect.RegSet
 }
 
 // Begin settles what vptrace decides once per object, before any rule is
@@ -173,6 +177,7 @@ func (st *objState) Apply(funcs []*ibr.Func, params rules.Params, warn func(stri
 		if st.tls == kit.Indirect {
 			st.arrays = newArrayTests(g)
 		}
+		st.sweepRegs = sweepEdgeRegs(sweeps)
 		free, err := st.spillLoops(g, cands, stackSweepEdges(sweeps), stackSites(sel.sites))
 		if err != nil {
 			return fmt.Errorf("%s: %w", fn.Name, err)

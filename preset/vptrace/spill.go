@@ -238,6 +238,18 @@ func (st *objState) spillLoops(g *cfg.Graph, cands []*site, taken map[kit.Edge]b
 // cannot be shifted (ibr.Section.CanShiftStack: EVEX, relocated).
 func (st *objState) spillAround(g *cfg.Graph, nodes []int, regs []effect.Reg, entries, exits []kit.Edge, stack []int, need, needC int, hasBase, probes bool, used map[kit.Edge]bool, free map[int]loopRegs) (bool, error) {
 	lv := st.live[g]
+	// Not the registers a sweep's code on an entry edge reads
+	// (sweepEdgeRegs): the entry code, inserted first, runs first there.
+	var read effect.RegSet
+	for _, e := range entries {
+		read |= st.sweepRegs[e]
+	}
+	if read != 0 {
+		regs = slices.DeleteFunc(slices.Clone(regs), read.Has)
+		if len(regs) == 0 {
+			return false, nil
+		}
+	}
 	// The order of regs: the slot base, the cache's address, then the
 	// registers the sites lack. The cache's only where the sites then
 	// lack nothing (what they lack costs them a push and a pop at every
@@ -511,14 +523,47 @@ func stackOperand(a *x86asm.Inst, e *effect.Effect) bool {
 	return base
 }
 
+// sweepEdgeRegs returns, per edge where the code of one of sweeps goes,
+// the program's registers that code reads: the address's registers, and a
+// register step's (vpt_range_dyn reads it). Spill code on an edge runs
+// before a sweep's there (it is inserted first): an exit's restores leave
+// the program's registers to the sweep's code, but an entry saves
+// registers the spilled loop or region does not reference and loads the
+// slot base or the cache's address into them. A sweep whose loop is not
+// in the spilled one may read such a register: its range then went from
+// the program's address to the cache's (csmith seed 10000280, clang -O3:
+// a 16-byte vector store loop indexed by r14, then a region holding the
+// cache's address in r14: terabytes of pages never touched;
+// TestSweepSpill). spillAround saves none of them on an entry edge.
+func sweepEdgeRegs(sweeps []*sweep) map[kit.Edge]effect.RegSet {
+	m := make(map[kit.Edge]effect.RegSet)
+	for _, sw := range sweeps {
+		if sw == nil {
+			continue
+		}
+		regs := kit.AddrRegs(sw.site.acc.Mem)
+		if d := sw.site.dynStep; d != nil {
+			regs |= 1 << d.reg
+		}
+		for _, e := range sw.entries {
+			m[e] |= regs
+		}
+		for _, e := range sw.exits {
+			m[e.Edge] |= regs
+		}
+	}
+	return m
+}
+
 // stackSweepEdges returns the edges where the code of a sweep whose
 // address is rsp-relative (usestack), or has a register reloaded from the
 // stack (site.reload), goes: it computes the address from
 // rsp, so it must not run between a spilled loop's save and restore,
 // which code on a shared edge would (a sibling loop's exit into a spilled
-// loop's header, say). Other sweeps' code does not mind: their addresses
-// use registers the program keeps, and they pick registers by the
-// program's liveness (a saved register, live, is only borrowed).
+// loop's header, say). Other sweeps' code reads the program's registers,
+// which a spill on its edge does not save (sweepEdgeRegs), and picks its
+// scratch registers by the program's liveness (a saved register, live,
+// is only borrowed).
 func stackSweepEdges(sweeps []*sweep) map[kit.Edge]bool {
 	m := make(map[kit.Edge]bool)
 	for _, sw := range sweeps {
