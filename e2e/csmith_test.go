@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hijack/vptrace/trace"
 )
 
 // csmith differential testing: random C programs (free of undefined
@@ -124,6 +128,67 @@ func csmithDiff(t *testing.T, c csmithConfig, seed uint64, src string) {
 	link(t, c.cc, newBin, outs, linkRewritten(c.ldflags...)...)
 	got := mustRun(t, spec{Dir: dir, CPU: csmithRewritten, Timeout: csmithWall}, newBin, "1")
 	compareRuns(t, dir, what, orig, got)
+	checkTracePages(t, dir, what, csmithMaxPages)
+}
+
+// csmithMaxPages bounds the pages a traced csmith program may record (its
+// globals, arrays of a few dimensions of ten, and stack: some tens of
+// pages): a range or address the inserted code computed wrong records
+// pages it never touched, which its output does not show.
+const csmithMaxPages = 4096
+
+// checkTracePages fails the test if a trace the run left in dir (the
+// runtime's default vptrace.PID.vpt, with a preset that traces) records
+// more than max distinct pages. It reads chunk by chunk: a wrong range
+// (TestSweepSpill's bug) is millions of pages, more than a trace.Load
+// should hold.
+func checkTracePages(t testing.TB, dir, what string, max int) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "vptrace.*.vpt"))
+	for _, path := range paths {
+		n, err := tracePages(path, max)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %s: %v", what, filepath.Base(path), err)
+		case n > max:
+			t.Errorf("%s: %s records more than %d pages: an address or range of the inserted code is wrong (artifacts kept in %s)", what, filepath.Base(path), max, dir)
+		}
+	}
+}
+
+// tracePages counts the distinct pages of a trace's raw events and
+// aggregates, up to max+1.
+func tracePages(path string, max int) (int, error) {
+	r, err := trace.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	pages := map[uint64]bool{}
+	for len(pages) <= max {
+		c, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		x, err := c.Decode()
+		if err != nil {
+			return 0, err
+		}
+		switch x := x.(type) {
+		case *trace.Raw:
+			for _, e := range x.Events {
+				pages[e.Page1] = true
+			}
+		case *trace.Agg:
+			for _, p := range x.Pages {
+				pages[p.Page+1] = true
+			}
+		}
+	}
+	return len(pages), nil
 }
 
 // pickCsmithSeed returns the seed for a slot: the first of the slot's seed
