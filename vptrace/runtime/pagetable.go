@@ -13,7 +13,7 @@ import (
 // and interval), so the aggregation runs at the speed of these misses: a
 // key array apart from the values cost two a page.
 type pageEntry struct {
-	key           uint64 // page number + 1; 0: an empty slot
+	key           uint64 // page number + 1 (the slot is empty unless gen is the table's)
 	reads, writes uint64
 	first, last   uint64
 	// site0 is the first site of the page, counted inline (count0);
